@@ -1,0 +1,28 @@
+"""fastprep: fast AI preprocessing (tokenization, image decode/resize/normalize) in Rust and CUDA.
+
+The public API is what ``__all__`` lists; ``fastprep._core`` is private.
+"""
+
+from __future__ import annotations
+
+from . import errors
+from ._core import __version__, build_profile
+from ._info import build_info
+from .errors import DeviceUnavailableError, FastprepError, PoolExhaustedError
+from .kernels import kernel_names, kernel_source
+from .pool import Block, BlockPool, PoolStats
+
+__all__ = [
+    "Block",
+    "BlockPool",
+    "DeviceUnavailableError",
+    "FastprepError",
+    "PoolExhaustedError",
+    "PoolStats",
+    "__version__",
+    "build_info",
+    "build_profile",
+    "errors",
+    "kernel_names",
+    "kernel_source",
+]

@@ -1,0 +1,41 @@
+//! Typed errors of the core. Each message says what happened and what to do next; the Python
+//! bindings map every variant to a `fastprep.errors` class in one place (`py/errors.rs`).
+use crate::pool::PoolStats;
+use std::time::Duration;
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PoolError {
+    /// No free block within the time allowed.
+    #[error(
+        "BlockPool exhausted: all {} blocks of {} bytes are in use{}; release blocks sooner \
+         (`with pool.acquire() as block:`), create the pool with more blocks, or pass grow=True \
+         [stats: {stats}]",
+        stats.capacity,
+        stats.block_size,
+        waited.map_or_else(String::new, |w| format!(" after waiting {:.3} s", w.as_secs_f64()))
+    )]
+    Exhausted {
+        stats: PoolStats,
+        waited: Option<Duration>,
+    },
+
+    /// Constructor arguments that cannot make a pool.
+    #[error("invalid BlockPool configuration: {0}")]
+    InvalidConfig(String),
+
+    /// The memory reservation itself failed.
+    #[error("could not reserve {bytes} bytes of {kind} memory for BlockPool: {reason}")]
+    Alloc {
+        bytes: usize,
+        kind: &'static str,
+        reason: String,
+    },
+
+    /// A block handed to a pool that did not give it out.
+    #[error(
+        "this block belongs to another BlockPool; release it with block.release() or through \
+         the pool that gave it out"
+    )]
+    ForeignBlock,
+}

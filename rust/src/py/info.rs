@@ -1,0 +1,17 @@
+//! `_core.build_info()`: the Rust side of `fastprep.build_info()`.
+use crate::build;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+#[pyfunction]
+pub fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("version", env!("CARGO_PKG_VERSION"))?;
+    d.set_item("build_profile", build::PROFILE)?;
+    d.set_item("rustc", build::RUSTC_VERSION)?;
+    d.set_item("pyo3", build::PYO3_VERSION)?;
+    d.set_item("target", build::TARGET)?;
+    d.set_item("simd_compiled", build::simd_compiled())?;
+    d.set_item("simd_detected", build::simd_detected())?;
+    Ok(d)
+}

@@ -1,0 +1,25 @@
+//! The only PyO3 code of the crate: the private extension module `fastprep._core`.
+//! Each binding converts Python values to owned Rust data, runs the work with the thread detached
+//! from the interpreter where it can take long, and maps core errors in `errors.rs`.
+
+mod errors;
+mod info;
+mod kernels;
+mod pool;
+
+use pyo3::prelude::*;
+
+// gil_used stays at its default: the abi3 wheel does not load on free-threaded builds anyway.
+#[pymodule]
+#[pyo3(name = "_core")]
+fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add("build_profile", crate::build::PROFILE)?;
+    m.add_class::<pool::PyBlockPool>()?;
+    m.add_class::<pool::PyBlock>()?;
+    m.add_function(wrap_pyfunction!(pool::pool_stress, m)?)?;
+    m.add_function(wrap_pyfunction!(info::build_info, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::kernel_names, m)?)?;
+    m.add_function(wrap_pyfunction!(kernels::kernel_source, m)?)?;
+    Ok(())
+}
