@@ -8,17 +8,31 @@ from __future__ import annotations
 from . import errors
 from ._core import __version__, build_profile
 from ._info import build_info
-from .errors import DeviceUnavailableError, FastprepError, PoolExhaustedError
+from .errors import (
+    DeviceUnavailableError,
+    FastprepError,
+    PoolExhaustedError,
+    TokenizeError,
+    TokenizerFileError,
+    UnsupportedTokenizerError,
+)
 from .kernels import kernel_names, kernel_source
 from .pool import Block, BlockPool, PoolStats
+from .tokenizer import AddedToken, Encoding, Tokenizer
 
 __all__ = [
+    "AddedToken",
     "Block",
     "BlockPool",
     "DeviceUnavailableError",
+    "Encoding",
     "FastprepError",
     "PoolExhaustedError",
     "PoolStats",
+    "TokenizeError",
+    "Tokenizer",
+    "TokenizerFileError",
+    "UnsupportedTokenizerError",
     "__version__",
     "build_info",
     "build_profile",

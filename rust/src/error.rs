@@ -39,3 +39,43 @@ pub enum PoolError {
     )]
     ForeignBlock,
 }
+
+/// Errors of the tokenizer: loading a file, and encoding with settings that cannot be met.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TokenizeError {
+    /// A component fastprep does not implement: refused at load time so that output is never
+    /// silently different from `tokenizers`.
+    #[error(
+        "unsupported tokenizer component {component} at {path}; fastprep refuses it rather than \
+         tokenize differently from HF tokenizers (use tokenizers.Tokenizer for this file)"
+    )]
+    Unsupported { component: String, path: String },
+
+    /// A file that is not a valid tokenizer description.
+    #[error("invalid tokenizer at {path}: {reason}")]
+    Invalid { path: String, reason: String },
+
+    #[error("{0}")]
+    Io(String),
+
+    /// Settings that make an encoding impossible (truncation shorter than the special tokens...).
+    #[error("{0}")]
+    Encode(String),
+}
+
+impl TokenizeError {
+    pub(crate) fn invalid(path: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::Invalid {
+            path: path.into(),
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn unsupported(component: impl Into<String>, path: impl Into<String>) -> Self {
+        Self::Unsupported {
+            component: component.into(),
+            path: path.into(),
+        }
+    }
+}

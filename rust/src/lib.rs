@@ -5,9 +5,10 @@
 pub mod build;
 pub mod error;
 pub mod pool;
+pub mod tokenize;
 
 #[cfg(feature = "python")]
 mod py;
 
-pub use error::PoolError;
+pub use error::{PoolError, TokenizeError};
 pub use pool::{Block, ChunkAllocator, ChunkMemory, MemoryKind, Pool, PoolConfig, PoolStats};

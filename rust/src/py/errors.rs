@@ -4,7 +4,9 @@ use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::PyErr;
 
 pyo3::import_exception!(fastprep.errors, PoolExhaustedError);
-pyo3::import_exception!(fastprep.errors, DeviceUnavailableError);
+pyo3::import_exception!(fastprep.errors, UnsupportedTokenizerError);
+pyo3::import_exception!(fastprep.errors, TokenizerFileError);
+pyo3::import_exception!(fastprep.errors, TokenizeError);
 
 impl From<PoolError> for PyErr {
     fn from(err: PoolError) -> Self {

@@ -6,6 +6,8 @@ mod errors;
 mod info;
 mod kernels;
 mod pool;
+mod threads;
+mod tokenize;
 
 use pyo3::prelude::*;
 
@@ -17,6 +19,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("build_profile", crate::build::PROFILE)?;
     m.add_class::<pool::PyBlockPool>()?;
     m.add_class::<pool::PyBlock>()?;
+    m.add_class::<tokenize::PyTokenizer>()?;
+    m.add_class::<tokenize::PyEncoding>()?;
     m.add_function(wrap_pyfunction!(pool::pool_stress, m)?)?;
     m.add_function(wrap_pyfunction!(info::build_info, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::kernel_names, m)?)?;

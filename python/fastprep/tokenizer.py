@@ -1,0 +1,253 @@
+"""``fastprep.Tokenizer``: a drop-in for ``tokenizers.Tokenizer`` on HF tokenizer.json files.
+
+Same ids, tokens, offsets, masks, padding, truncation and decode as HF tokenizers, computed by
+fastprep's Rust core with the GIL released; batches run in parallel on fastprep's thread pool
+(``num_threads`` or ``FASTPREP_NUM_THREADS``).
+
+>>> tok = Tokenizer.from_file("tokenizer.json")        # doctest: +SKIP
+>>> enc = tok.encode("Hello world")                     # doctest: +SKIP
+>>> enc.ids, enc.tokens, enc.offsets                    # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from . import _core
+
+__all__ = ["AddedToken", "Encoding", "Tokenizer"]
+
+Encoding = _core.Encoding
+
+
+@dataclass(frozen=True)
+class AddedToken:
+    """A token cut out of the input before the model sees it (as ``tokenizers.AddedToken``)."""
+
+    content: str
+    single_word: bool = False
+    lstrip: bool = False
+    rstrip: bool = False
+    normalized: bool = True
+    special: bool = False
+
+    def _tuple(self) -> tuple[str, bool, bool, bool, bool, bool]:
+        return (self.content, self.single_word, self.lstrip, self.rstrip, self.normalized, self.special)
+
+
+def _hf_cache_dirs() -> list[Path]:
+    dirs = []
+    if os.environ.get("HF_HUB_CACHE"):
+        dirs.append(Path(os.environ["HF_HUB_CACHE"]))
+    hf_home = Path(os.environ.get("HF_HOME", Path.home() / ".cache" / "huggingface"))
+    dirs.append(hf_home / "hub")
+    return dirs
+
+
+class Tokenizer:
+    """A tokenizer loaded from a HF ``tokenizer.json``; thread-safe, fork-safe."""
+
+    __slots__ = ("_core",)
+
+    def __init__(self, core: _core.Tokenizer) -> None:
+        self._core = core
+
+    # -- loading -----------------------------------------------------------------------------
+    @classmethod
+    def from_str(cls, json: str) -> Tokenizer:
+        """Load from the text of a tokenizer.json."""
+        return cls(_core.Tokenizer.from_str(json))
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> Tokenizer:
+        """Load a tokenizer.json file."""
+        return cls.from_str(Path(path).read_text(encoding="utf-8"))
+
+    @classmethod
+    def from_pretrained(cls, identifier: str | os.PathLike[str], *, revision: str | None = None) -> Tokenizer:
+        """Load from a local directory holding tokenizer.json, or a model already in the local HF
+        cache (``org/name``). Never downloads: a missing model raises FileNotFoundError saying how
+        to get it."""
+        path = Path(identifier)
+        if path.is_dir():
+            if (path / "tokenizer.json").is_file():
+                return cls.from_file(path / "tokenizer.json")
+            raise FileNotFoundError(f"{path} has no tokenizer.json")
+        if path.is_file() and path.name.endswith(".json"):
+            return cls.from_file(path)
+        name = str(identifier)
+        repo = "models--" + name.replace("/", "--")
+        for cache in _hf_cache_dirs():
+            snapshots = cache / repo / "snapshots"
+            if not snapshots.is_dir():
+                continue
+            ref = cache / repo / "refs" / (revision or "main")
+            candidates = [snapshots / ref.read_text().strip()] if ref.is_file() else sorted(snapshots.iterdir())
+            for snap in candidates:
+                if (snap / "tokenizer.json").is_file():
+                    return cls.from_file(snap / "tokenizer.json")
+        raise FileNotFoundError(
+            f"no tokenizer.json for {name!r}: not a local directory and not in the Hugging Face cache "
+            f"({', '.join(str(c) for c in _hf_cache_dirs())}); fastprep never downloads. Fetch it once "
+            f"with `huggingface-cli download {name} tokenizer.json`, or pass a directory"
+        )
+
+    def to_str(self, pretty: bool = False) -> str:
+        """The tokenizer.json text (with the current padding, truncation and added tokens)."""
+        return str(self._core.to_str(pretty))
+
+    def save(self, path: str | os.PathLike[str], pretty: bool = True) -> None:
+        """Write tokenizer.json to ``path``."""
+        Path(path).write_text(self.to_str(pretty), encoding="utf-8")
+
+    # -- encoding ----------------------------------------------------------------------------
+    def encode(
+        self,
+        sequence: str | Sequence[str],
+        pair: str | Sequence[str] | None = None,
+        is_pretokenized: bool = False,
+        add_special_tokens: bool = True,
+    ) -> Encoding:
+        """Encode one input (or a pair) into an Encoding, as ``tokenizers.Tokenizer.encode``."""
+        return self._core.encode(sequence, pair, is_pretokenized, add_special_tokens)
+
+    def encode_batch(
+        self,
+        input: Iterable[Any],  # noqa: A002 (HF's name)
+        is_pretokenized: bool = False,
+        add_special_tokens: bool = True,
+        *,
+        num_threads: int | None = None,
+    ) -> list[Encoding]:
+        """Encode many inputs (str, or (str, str) pairs) in parallel, GIL released."""
+        if not isinstance(input, (list, tuple)):
+            input = list(input)
+        return self._core.encode_batch(input, is_pretokenized, add_special_tokens, num_threads)
+
+    def encode_batch_arrays(
+        self,
+        texts: Sequence[str],
+        *,
+        max_length: int | None = None,
+        padding: Literal["longest", "max_length", "bucket"] = "longest",
+        pad_to_multiple_of: int | None = None,
+        return_offsets: bool = False,
+        add_special_tokens: bool = True,
+        bucket_size: int = 64,
+        num_threads: int | None = None,
+    ) -> Any:
+        """Encode a batch straight into numpy arrays: ``input_ids`` and ``attention_mask``
+        (int64, shape (N, L)), and ``offsets`` ((N, L, 2)) when asked. No per-token Python objects.
+
+        ``padding="longest"`` pads to the longest text, ``"max_length"`` to ``max_length``, and
+        ``"bucket"`` sorts the batch by length into buckets of ``bucket_size`` texts, each padded to
+        its own longest: it returns ``{"buckets": [{"indices", "input_ids", "attention_mask"...}],
+        "padding_saved": tokens of padding avoided against "longest"}``.
+        """
+        import numpy as np
+
+        from ._batch import bucketize, pad_flat
+
+        if isinstance(texts, str):
+            raise TypeError("encode_batch_arrays() takes a list of str; for one text call encode()")
+        if padding == "max_length" and max_length is None:
+            raise ValueError('padding="max_length" needs max_length')
+        if padding not in ("longest", "max_length", "bucket"):
+            raise ValueError(f"padding must be 'longest', 'max_length' or 'bucket', got {padding!r}")
+        ids_b, lens_b, offs_b = self._core.encode_batch_flat(
+            list(texts), add_special_tokens, max_length, return_offsets, num_threads
+        )
+        ids = np.frombuffer(ids_b, dtype="<u4")
+        lens = np.frombuffer(lens_b, dtype="<u8").astype(np.int64)
+        offs = np.frombuffer(offs_b, dtype="<u4").reshape(-1, 2) if offs_b is not None else None
+        pad = self._core.padding
+        pad_id = pad["pad_id"] if pad else 0
+        left = bool(pad and pad["direction"] == "left")
+        if padding == "bucket":
+            return bucketize(ids, lens, offs, pad_id, left, pad_to_multiple_of, bucket_size)
+        width = int(lens.max(initial=0)) if padding == "longest" else int(max_length or 0)
+        return pad_flat(ids, lens, offs, width, pad_id, left, pad_to_multiple_of)
+
+    def count_tokens(self, texts: Sequence[str], *, add_special_tokens: bool = False) -> list[int]:
+        """Number of tokens of each text (ids only, no offsets), in parallel."""
+        if isinstance(texts, str):
+            raise TypeError("count_tokens() takes a list of str")
+        _, lens_b, _ = self._core.encode_batch_flat(list(texts), add_special_tokens, None, False, None)
+        return list(memoryview(lens_b).cast("Q"))
+
+    # -- decoding ----------------------------------------------------------------------------
+    def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:
+        return str(self._core.decode(list(ids), skip_special_tokens))
+
+    def decode_batch(self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True) -> list[str]:
+        return list(self._core.decode_batch([list(s) for s in sequences], skip_special_tokens))
+
+    # -- vocabulary --------------------------------------------------------------------------
+    def token_to_id(self, token: str) -> int | None:
+        return self._core.token_to_id(token)
+
+    def id_to_token(self, id: int) -> str | None:  # noqa: A002 (HF's name)
+        return self._core.id_to_token(id)
+
+    def get_vocab(self, with_added_tokens: bool = True) -> dict[str, int]:
+        return dict(self._core.get_vocab(with_added_tokens))
+
+    def get_vocab_size(self, with_added_tokens: bool = True) -> int:
+        return int(self._core.get_vocab_size(with_added_tokens))
+
+    def add_tokens(self, tokens: Sequence[str | AddedToken]) -> int:
+        """Add tokens (str: normalized, not special); returns how many were new."""
+        return int(self._core.add_tokens([_added(t, special=False) for t in tokens]))
+
+    def add_special_tokens(self, tokens: Sequence[str | AddedToken]) -> int:
+        """Add special tokens (str: special, not normalized); returns how many were new."""
+        return int(self._core.add_tokens([_added(t, special=True) for t in tokens]))
+
+    def num_special_tokens_to_add(self, is_pair: bool) -> int:
+        return int(self._core.num_special_tokens_to_add(is_pair))
+
+    # -- padding and truncation --------------------------------------------------------------
+    def enable_padding(
+        self,
+        direction: str = "right",
+        pad_id: int = 0,
+        pad_type_id: int = 0,
+        pad_token: str = "[PAD]",
+        length: int | None = None,
+        pad_to_multiple_of: int | None = None,
+    ) -> None:
+        self._core.enable_padding(direction, pad_id, pad_type_id, pad_token, length, pad_to_multiple_of)
+
+    def no_padding(self) -> None:
+        self._core.no_padding()
+
+    @property
+    def padding(self) -> dict[str, Any] | None:
+        return self._core.padding
+
+    def enable_truncation(
+        self, max_length: int, stride: int = 0, strategy: str = "longest_first", direction: str = "right"
+    ) -> None:
+        self._core.enable_truncation(max_length, stride, strategy, direction)
+
+    def no_truncation(self) -> None:
+        self._core.no_truncation()
+
+    @property
+    def truncation(self) -> dict[str, Any] | None:
+        return self._core.truncation
+
+    def __repr__(self) -> str:
+        return f"fastprep.Tokenizer(vocab_size={self.get_vocab_size()})"
+
+
+def _added(t: str | AddedToken, special: bool) -> tuple[str, bool, bool, bool, bool, bool]:
+    if isinstance(t, AddedToken):
+        return t._tuple() if not special else AddedToken(**{**t.__dict__, "special": True})._tuple()
+    if not isinstance(t, str):
+        raise TypeError(f"tokens must be str or AddedToken, got {type(t).__name__}")
+    return AddedToken(t, normalized=not special, special=special)._tuple()

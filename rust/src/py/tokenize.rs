@@ -1,0 +1,693 @@
+//! `fastprep._core.Tokenizer` and `Encoding`. The Python facade (`fastprep/tokenizer.py`) adds
+//! loading from disk and the HF cache, `AddedToken`, argument checks and docs.
+use super::threads;
+use crate::tokenize::added::AddedToken;
+use crate::tokenize::{
+    Direction, EncodeOptions, Encoding, Input, Offsets, Padding, PaddingStrategy, Tokenizer,
+    Truncation, TruncationStrategy,
+};
+use crate::TokenizeError;
+use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use std::sync::{Arc, RwLock};
+
+/// Batches smaller than this run on the calling thread: the pool's hand-off costs more.
+const MIN_PARALLEL: usize = 8;
+
+#[pyclass(name = "Tokenizer", module = "fastprep._core", frozen)]
+pub struct PyTokenizer {
+    /// Copy-on-write: calls take a snapshot, so a concurrent `add_tokens` never disturbs them.
+    core: RwLock<Arc<Tokenizer>>,
+    padding: RwLock<Option<Padding>>,
+    truncation: RwLock<Option<Truncation>>,
+}
+
+fn read<T: Clone>(l: &RwLock<T>) -> T {
+    l.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+}
+
+fn write<T>(l: &RwLock<T>, v: T) {
+    *l.write().unwrap_or_else(std::sync::PoisonError::into_inner) = v;
+}
+
+/// One input of encode/encode_batch, converted to owned Rust data before the GIL is released.
+enum Owned {
+    Text(String),
+    Words(Vec<String>),
+}
+
+impl Owned {
+    fn as_input(&self) -> Input<'_> {
+        match self {
+            Self::Text(s) => Input::Text(s),
+            Self::Words(w) => Input::Words(w),
+        }
+    }
+
+    fn extract(obj: &Bound<'_, PyAny>, pretokenized: bool, what: &str) -> PyResult<Self> {
+        if pretokenized {
+            if obj.is_instance_of::<PyString>() {
+                return Err(PyTypeError::new_err(format!(
+                    "{what} must be a list of words when is_pretokenized=True, got a str"
+                )));
+            }
+            obj.extract::<Vec<String>>().map(Self::Words).map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "{what} must be a list of str when is_pretokenized=True"
+                ))
+            })
+        } else {
+            obj.extract::<String>().map(Self::Text).map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "{what} must be a str, got {}; for pre-split words pass is_pretokenized=True",
+                    obj.get_type()
+                        .name()
+                        .map_or_else(|_| "?".into(), |n| n.to_string())
+                ))
+            })
+        }
+    }
+}
+
+fn direction(s: &str, what: &str) -> PyResult<Direction> {
+    match s {
+        "right" => Ok(Direction::Right),
+        "left" => Ok(Direction::Left),
+        _ => Err(PyValueError::new_err(format!(
+            "{what} must be 'left' or 'right', got {s:?}"
+        ))),
+    }
+}
+
+fn dir_name(d: Direction) -> &'static str {
+    match d {
+        Direction::Left => "left",
+        Direction::Right => "right",
+    }
+}
+
+impl PyTokenizer {
+    fn snapshot(&self) -> (Arc<Tokenizer>, Option<Padding>, Option<Truncation>) {
+        (
+            read(&self.core),
+            read(&self.padding),
+            read(&self.truncation),
+        )
+    }
+
+    fn new_from(tok: Tokenizer) -> Self {
+        let padding = tok.padding.clone();
+        let truncation = tok.truncation.clone();
+        Self {
+            core: RwLock::new(Arc::new(tok)),
+            padding: RwLock::new(padding),
+            truncation: RwLock::new(truncation),
+        }
+    }
+}
+
+#[pymethods]
+impl PyTokenizer {
+    #[staticmethod]
+    fn from_str(py: Python<'_>, json: &str) -> PyResult<Self> {
+        let json = json.to_owned();
+        Ok(Self::new_from(
+            py.detach(|| Tokenizer::from_json_str(&json))?,
+        ))
+    }
+
+    #[pyo3(signature = (pretty = false))]
+    fn to_str(&self, pretty: bool) -> String {
+        let (tok, padding, truncation) = self.snapshot();
+        tok.to_json(pretty, truncation.as_ref(), padding.as_ref())
+    }
+
+    #[pyo3(signature = (sequence, pair = None, is_pretokenized = false, add_special_tokens = true, offsets = true))]
+    fn encode(
+        &self,
+        py: Python<'_>,
+        sequence: &Bound<'_, PyAny>,
+        pair: Option<&Bound<'_, PyAny>>,
+        is_pretokenized: bool,
+        add_special_tokens: bool,
+        offsets: bool,
+    ) -> PyResult<PyEncoding> {
+        let a = Owned::extract(sequence, is_pretokenized, "sequence")?;
+        let b = pair
+            .map(|p| Owned::extract(p, is_pretokenized, "pair"))
+            .transpose()?;
+        let (tok, padding, truncation) = self.snapshot();
+        let opts = EncodeOptions {
+            add_special_tokens,
+            offsets: if offsets {
+                Offsets::Char
+            } else {
+                Offsets::None
+            },
+            truncation: truncation.as_ref(),
+            padding: padding.as_ref(),
+        };
+        let enc = py.detach(|| {
+            tok.encode(
+                &a.as_input(),
+                b.as_ref().map(Owned::as_input).as_ref(),
+                &opts,
+            )
+        })?;
+        Ok(PyEncoding { enc, tok })
+    }
+
+    #[pyo3(signature = (inputs, is_pretokenized = false, add_special_tokens = true, num_threads = None, offsets = true))]
+    fn encode_batch(
+        &self,
+        py: Python<'_>,
+        inputs: &Bound<'_, PyAny>,
+        is_pretokenized: bool,
+        add_special_tokens: bool,
+        num_threads: Option<usize>,
+        offsets: bool,
+    ) -> PyResult<Vec<PyEncoding>> {
+        let owned = extract_batch(inputs, is_pretokenized)?;
+        let (tok, padding, truncation) = self.snapshot();
+        let opts = EncodeOptions {
+            add_special_tokens,
+            offsets: if offsets {
+                Offsets::Char
+            } else {
+                Offsets::None
+            },
+            truncation: truncation.as_ref(),
+            padding: padding.as_ref(),
+        };
+        let n = threads::resolve(num_threads);
+        let encs = py.detach(|| {
+            let inputs: Vec<_> = owned
+                .iter()
+                .map(|(a, b)| (a.as_input(), b.as_ref().map(Owned::as_input)))
+                .collect();
+            if n > 1 && inputs.len() >= MIN_PARALLEL {
+                threads::run(n, || tok.encode_batch(&inputs, &opts, true))
+            } else {
+                tok.encode_batch(&inputs, &opts, false)
+            }
+        })?;
+        Ok(encs
+            .into_iter()
+            .map(|enc| PyEncoding {
+                enc,
+                tok: Arc::clone(&tok),
+            })
+            .collect())
+    }
+
+    /// Ids of many texts as flat arrays: (ids as little-endian u32 bytes, lengths as u64
+    /// bytes, offsets as u32 pairs bytes or None). No per-token Python objects.
+    #[pyo3(signature = (texts, add_special_tokens = true, max_length = None, return_offsets = false, num_threads = None))]
+    fn encode_batch_flat<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        add_special_tokens: bool,
+        max_length: Option<usize>,
+        return_offsets: bool,
+        num_threads: Option<usize>,
+    ) -> PyResult<(
+        Bound<'py, PyBytes>,
+        Bound<'py, PyBytes>,
+        Option<Bound<'py, PyBytes>>,
+    )> {
+        let (tok, _, truncation) = self.snapshot();
+        let trunc = max_length.map(|m| Truncation {
+            max_length: m,
+            stride: 0,
+            strategy: TruncationStrategy::LongestFirst,
+            direction: truncation
+                .as_ref()
+                .map_or(Direction::Right, |t| t.direction),
+        });
+        let opts = EncodeOptions {
+            add_special_tokens,
+            offsets: if return_offsets {
+                Offsets::Char
+            } else {
+                Offsets::None
+            },
+            truncation: trunc.as_ref(),
+            padding: None,
+        };
+        let n = threads::resolve(num_threads);
+        let encs = py.detach(|| {
+            let inputs: Vec<_> = texts.iter().map(|t| (Input::Text(t), None)).collect();
+            if n > 1 && inputs.len() >= MIN_PARALLEL {
+                threads::run(n, || tok.encode_batch(&inputs, &opts, true))
+            } else {
+                tok.encode_batch(&inputs, &opts, false)
+            }
+        })?;
+        let total: usize = encs.iter().map(Encoding::len).sum();
+        let mut ids = Vec::with_capacity(total * 4);
+        let mut lens = Vec::with_capacity(encs.len() * 8);
+        let mut offs = Vec::with_capacity(if return_offsets { total * 8 } else { 0 });
+        for e in &encs {
+            lens.extend_from_slice(&(e.len() as u64).to_le_bytes());
+            for &id in &e.ids {
+                ids.extend_from_slice(&id.to_le_bytes());
+            }
+            if return_offsets {
+                for &(a, b) in &e.offsets {
+                    offs.extend_from_slice(&a.to_le_bytes());
+                    offs.extend_from_slice(&b.to_le_bytes());
+                }
+            }
+        }
+        Ok((
+            PyBytes::new(py, &ids),
+            PyBytes::new(py, &lens),
+            return_offsets.then(|| PyBytes::new(py, &offs)),
+        ))
+    }
+
+    #[pyo3(signature = (ids, skip_special_tokens = true))]
+    fn decode(&self, py: Python<'_>, ids: Vec<u32>, skip_special_tokens: bool) -> String {
+        let tok = read(&self.core);
+        py.detach(|| tok.decode(&ids, skip_special_tokens))
+    }
+
+    #[pyo3(signature = (sequences, skip_special_tokens = true))]
+    fn decode_batch(
+        &self,
+        py: Python<'_>,
+        sequences: Vec<Vec<u32>>,
+        skip_special_tokens: bool,
+    ) -> Vec<String> {
+        let tok = read(&self.core);
+        py.detach(|| {
+            sequences
+                .iter()
+                .map(|ids| tok.decode(ids, skip_special_tokens))
+                .collect()
+        })
+    }
+
+    fn token_to_id(&self, token: &str) -> Option<u32> {
+        read(&self.core).token_to_id(token)
+    }
+
+    fn id_to_token(&self, id: u32) -> Option<String> {
+        read(&self.core).id_to_token(id).map(str::to_owned)
+    }
+
+    #[pyo3(signature = (with_added_tokens = true))]
+    fn get_vocab<'py>(
+        &self,
+        py: Python<'py>,
+        with_added_tokens: bool,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let tok = read(&self.core);
+        let d = PyDict::new(py);
+        for (t, id) in &tok.model.vocab {
+            d.set_item(t, id)?;
+        }
+        if with_added_tokens {
+            for t in &tok.added.tokens {
+                d.set_item(&t.content, t.id)?;
+            }
+        }
+        Ok(d)
+    }
+
+    #[pyo3(signature = (with_added_tokens = true))]
+    fn get_vocab_size(&self, with_added_tokens: bool) -> usize {
+        read(&self.core).vocab_size(with_added_tokens)
+    }
+
+    fn num_special_tokens_to_add(&self, is_pair: bool) -> usize {
+        read(&self.core).num_special_tokens_to_add(is_pair)
+    }
+
+    /// Adds tokens given as (content, single_word, lstrip, rstrip, normalized, special) tuples.
+    fn add_tokens(&self, tokens: Vec<(String, bool, bool, bool, bool, bool)>) -> usize {
+        let mut guard = self
+            .core
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut tok = (**guard).clone();
+        let n = tok.add_tokens(
+            tokens
+                .into_iter()
+                .map(
+                    |(content, single_word, lstrip, rstrip, normalized, special)| AddedToken {
+                        id: 0,
+                        content,
+                        single_word,
+                        lstrip,
+                        rstrip,
+                        normalized,
+                        special,
+                    },
+                )
+                .collect(),
+        );
+        *guard = Arc::new(tok);
+        n
+    }
+
+    /// Added tokens as (id, content, single_word, lstrip, rstrip, normalized, special).
+    fn added_tokens(&self) -> Vec<(u32, String, bool, bool, bool, bool, bool)> {
+        read(&self.core)
+            .added
+            .tokens
+            .iter()
+            .map(|t| {
+                (
+                    t.id,
+                    t.content.clone(),
+                    t.single_word,
+                    t.lstrip,
+                    t.rstrip,
+                    t.normalized,
+                    t.special,
+                )
+            })
+            .collect()
+    }
+
+    #[pyo3(signature = (direction = "right", pad_id = 0, pad_type_id = 0, pad_token = "[PAD]", length = None, pad_to_multiple_of = None))]
+    fn enable_padding(
+        &self,
+        direction: &str,
+        pad_id: u32,
+        pad_type_id: u32,
+        pad_token: &str,
+        length: Option<usize>,
+        pad_to_multiple_of: Option<usize>,
+    ) -> PyResult<()> {
+        write(
+            &self.padding,
+            Some(Padding {
+                strategy: length.map_or(PaddingStrategy::BatchLongest, PaddingStrategy::Fixed),
+                direction: self::direction(direction, "direction")?,
+                pad_to_multiple_of,
+                pad_id,
+                pad_type_id,
+                pad_token: pad_token.to_owned(),
+            }),
+        );
+        Ok(())
+    }
+
+    fn no_padding(&self) {
+        write(&self.padding, None);
+    }
+
+    #[getter]
+    fn padding<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(p) = read(&self.padding) else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item(
+            "length",
+            match p.strategy {
+                PaddingStrategy::Fixed(n) => Some(n),
+                PaddingStrategy::BatchLongest => None,
+            },
+        )?;
+        d.set_item("pad_to_multiple_of", p.pad_to_multiple_of)?;
+        d.set_item("pad_id", p.pad_id)?;
+        d.set_item("pad_token", p.pad_token)?;
+        d.set_item("pad_type_id", p.pad_type_id)?;
+        d.set_item("direction", dir_name(p.direction))?;
+        Ok(Some(d))
+    }
+
+    #[pyo3(signature = (max_length, stride = 0, strategy = "longest_first", direction = "right"))]
+    fn enable_truncation(
+        &self,
+        max_length: usize,
+        stride: usize,
+        strategy: &str,
+        direction: &str,
+    ) -> PyResult<()> {
+        let strategy = match strategy {
+            "longest_first" => TruncationStrategy::LongestFirst,
+            "only_first" => TruncationStrategy::OnlyFirst,
+            "only_second" => TruncationStrategy::OnlySecond,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "strategy must be 'longest_first', 'only_first' or 'only_second', got {other:?}"
+                )))
+            }
+        };
+        write(
+            &self.truncation,
+            Some(Truncation {
+                max_length,
+                stride,
+                strategy,
+                direction: self::direction(direction, "direction")?,
+            }),
+        );
+        Ok(())
+    }
+
+    fn no_truncation(&self) {
+        write(&self.truncation, None);
+    }
+
+    #[getter]
+    fn truncation<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyDict>>> {
+        let Some(t) = read(&self.truncation) else {
+            return Ok(None);
+        };
+        let d = PyDict::new(py);
+        d.set_item("max_length", t.max_length)?;
+        d.set_item("stride", t.stride)?;
+        d.set_item(
+            "strategy",
+            match t.strategy {
+                TruncationStrategy::LongestFirst => "longest_first",
+                TruncationStrategy::OnlyFirst => "only_first",
+                TruncationStrategy::OnlySecond => "only_second",
+            },
+        )?;
+        d.set_item("direction", dir_name(t.direction))?;
+        Ok(Some(d))
+    }
+}
+
+fn extract_batch(
+    inputs: &Bound<'_, PyAny>,
+    pretokenized: bool,
+) -> PyResult<Vec<(Owned, Option<Owned>)>> {
+    if inputs.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(
+            "encode_batch() takes a list of inputs; for one text call encode()",
+        ));
+    }
+    let mut out = Vec::new();
+    for (i, item) in inputs.try_iter()?.enumerate() {
+        let item = item?;
+        let what = format!("input {i}");
+        // A pair is a tuple (or, for plain text, a 2-list of str).
+        let pair: Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)> =
+            if let Ok(t) = item.cast::<PyTuple>() {
+                if t.len() == 2 {
+                    Some((t.get_item(0)?, t.get_item(1)?))
+                } else {
+                    return Err(PyValueError::new_err(format!(
+                        "{what}: a pair must have 2 items, got {}",
+                        t.len()
+                    )));
+                }
+            } else if !pretokenized {
+                match item.cast::<PyList>() {
+                    Ok(l) if l.len() == 2 => Some((l.get_item(0)?, l.get_item(1)?)),
+                    _ => None,
+                }
+            } else {
+                None
+            };
+        out.push(match pair {
+            Some((a, b)) => (
+                Owned::extract(&a, pretokenized, &what)?,
+                Some(Owned::extract(&b, pretokenized, &what)?),
+            ),
+            None => (Owned::extract(&item, pretokenized, &what)?, None),
+        });
+    }
+    Ok(out)
+}
+
+impl From<TokenizeError> for PyErr {
+    fn from(e: TokenizeError) -> Self {
+        let msg = e.to_string();
+        match e {
+            TokenizeError::Unsupported { .. } => {
+                super::errors::UnsupportedTokenizerError::new_err(msg)
+            }
+            TokenizeError::Invalid { .. } => super::errors::TokenizerFileError::new_err(msg),
+            TokenizeError::Io(_) => pyo3::exceptions::PyOSError::new_err(msg),
+            TokenizeError::Encode(_) => super::errors::TokenizeError::new_err(msg),
+        }
+    }
+}
+
+/// The result of encoding: ids, tokens, offsets, masks, and the word/char/token mappings.
+#[pyclass(name = "Encoding", module = "fastprep._core", frozen)]
+pub struct PyEncoding {
+    enc: Encoding,
+    tok: Arc<Tokenizer>,
+}
+
+impl PyEncoding {
+    fn range_of(&self, seq: usize) -> std::ops::Range<usize> {
+        self.enc
+            .sequence_ranges
+            .iter()
+            .find(|(s, _)| *s == seq)
+            .map_or(0..self.enc.len(), |(_, r)| r.clone())
+    }
+}
+
+#[pymethods]
+impl PyEncoding {
+    #[getter]
+    fn ids(&self) -> Vec<u32> {
+        self.enc.ids.clone()
+    }
+    #[getter]
+    fn type_ids(&self) -> Vec<u32> {
+        self.enc.type_ids.clone()
+    }
+    #[getter]
+    fn tokens(&self) -> Vec<String> {
+        (0..self.enc.len())
+            .map(|i| self.tok.token_str(&self.enc, i).to_owned())
+            .collect()
+    }
+    #[getter]
+    fn offsets(&self) -> Vec<(u32, u32)> {
+        self.enc.offsets.clone()
+    }
+    #[getter]
+    fn attention_mask(&self) -> Vec<u32> {
+        self.enc.attention_mask.clone()
+    }
+    #[getter]
+    fn special_tokens_mask(&self) -> Vec<u32> {
+        self.enc.special_tokens_mask.clone()
+    }
+    #[getter]
+    fn word_ids(&self) -> Vec<Option<u32>> {
+        self.enc.words.clone()
+    }
+    #[getter]
+    fn words(&self) -> Vec<Option<u32>> {
+        self.enc.words.clone()
+    }
+    #[getter]
+    fn sequence_ids(&self) -> Vec<Option<u32>> {
+        self.enc.sequence_ids()
+    }
+    #[getter]
+    fn n_sequences(&self) -> usize {
+        self.enc.n_sequences()
+    }
+    #[getter]
+    fn overflowing(&self) -> Vec<PyEncoding> {
+        self.enc
+            .overflowing
+            .iter()
+            .map(|e| PyEncoding {
+                enc: e.clone(),
+                tok: Arc::clone(&self.tok),
+            })
+            .collect()
+    }
+    fn __len__(&self) -> usize {
+        self.enc.len()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Encoding(num_tokens={}, attributes=[ids, type_ids, tokens, offsets, attention_mask, special_tokens_mask, overflowing])",
+            self.enc.len()
+        )
+    }
+
+    /// The token covering char `char_pos` of sequence `sequence_index`.
+    #[pyo3(signature = (char_pos, sequence_index = 0))]
+    fn char_to_token(&self, char_pos: u32, sequence_index: usize) -> Option<usize> {
+        let r = self.range_of(sequence_index);
+        let start = r.start;
+        self.enc.offsets[r]
+            .iter()
+            .position(|&(a, b)| char_pos >= a && char_pos < b)
+            .map(|i| i + start)
+    }
+
+    /// The word of char `char_pos` of sequence `sequence_index`.
+    #[pyo3(signature = (char_pos, sequence_index = 0))]
+    fn char_to_word(&self, char_pos: u32, sequence_index: usize) -> Option<u32> {
+        self.char_to_token(char_pos, sequence_index)
+            .and_then(|t| self.enc.words[t])
+    }
+
+    fn token_to_chars(&self, token_index: usize) -> PyResult<Option<(u32, u32)>> {
+        if token_index >= self.enc.len() {
+            return Ok(None);
+        }
+        Ok(self
+            .token_to_sequence(token_index)?
+            .map(|_| self.enc.offsets[token_index]))
+    }
+
+    fn token_to_word(&self, token_index: usize) -> PyResult<Option<u32>> {
+        if token_index >= self.enc.len() {
+            return Ok(None);
+        }
+        Ok(self
+            .token_to_sequence(token_index)?
+            .and(self.enc.words[token_index]))
+    }
+
+    fn token_to_sequence(&self, token_index: usize) -> PyResult<Option<u32>> {
+        if token_index >= self.enc.len() {
+            return Err(PyIndexError::new_err(format!(
+                "token index {token_index} out of range"
+            )));
+        }
+        if self.enc.sequence_ranges.is_empty() {
+            return Ok(Some(0));
+        }
+        Ok(self
+            .enc
+            .sequence_ranges
+            .iter()
+            .find(|(_, r)| r.contains(&token_index))
+            .map(|(s, _)| *s as u32))
+    }
+
+    /// The first and one-past-last tokens of word `word_index` in sequence `sequence_index`.
+    #[pyo3(signature = (word_index, sequence_index = 0))]
+    fn word_to_tokens(&self, word_index: u32, sequence_index: usize) -> Option<(usize, usize)> {
+        let r = self.range_of(sequence_index);
+        let start = r.start;
+        let idx: Vec<usize> = self.enc.words[r]
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| **w == Some(word_index))
+            .map(|(i, _)| i + start)
+            .collect();
+        Some((*idx.first()?, idx.last()? + 1))
+    }
+
+    #[pyo3(signature = (word_index, sequence_index = 0))]
+    fn word_to_chars(&self, word_index: u32, sequence_index: usize) -> Option<(u32, u32)> {
+        let (a, b) = self.word_to_tokens(word_index, sequence_index)?;
+        Some((self.enc.offsets[a].0, self.enc.offsets[b - 1].1))
+    }
+}

@@ -1,0 +1,170 @@
+//! Added tokens: strings that are cut out of the input before the model sees it, with HF
+//! tokenizers' flags (special, normalized, lstrip, rstrip, single_word) and its matching rules
+//! (leftmost-longest; non-normalized tokens matched on the raw input, normalized ones after
+//! normalization).
+use super::normalize::Normalizer;
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use regex::Regex;
+use rustc_hash::FxHashMap;
+use std::sync::LazyLock;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AddedToken {
+    pub id: u32,
+    pub content: String,
+    pub single_word: bool,
+    pub lstrip: bool,
+    pub rstrip: bool,
+    pub normalized: bool,
+    pub special: bool,
+}
+
+#[derive(Debug, Default, Clone)]
+pub struct AddedVocab {
+    pub tokens: Vec<AddedToken>,
+    by_id: FxHashMap<u32, usize>,
+    by_content: FxHashMap<String, u32>,
+    raw: Option<(AhoCorasick, Vec<u32>)>,
+    normalized: Option<(AhoCorasick, Vec<u32>)>,
+}
+
+static STARTS_WITH_WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\w").unwrap());
+static ENDS_WITH_WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\w$").unwrap());
+static SPACES_AT_START: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\s*").unwrap());
+static SPACES_AT_END: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\s*$").unwrap());
+
+/// A segment of the input: an added token's id, or text for the model.
+pub type Split = (Option<u32>, (usize, usize));
+
+impl AddedVocab {
+    /// Builds the matchers; `normalizer` gives the normalized form of `normalized` tokens.
+    pub fn new(tokens: Vec<AddedToken>, normalizer: Option<&Normalizer>) -> Self {
+        let mut v = Self {
+            tokens,
+            ..Self::default()
+        };
+        v.refresh(normalizer);
+        v
+    }
+
+    pub fn refresh(&mut self, normalizer: Option<&Normalizer>) {
+        self.by_id = self
+            .tokens
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.id, i))
+            .collect();
+        self.by_content = self
+            .tokens
+            .iter()
+            .map(|t| (t.content.clone(), t.id))
+            .collect();
+        let (mut raw, mut norm): (Vec<(String, u32)>, Vec<(String, u32)>) = (vec![], vec![]);
+        // HF keys its matchers by id, so a content listed twice keeps only its last id.
+        let mut seen: FxHashMap<u32, usize> = FxHashMap::default();
+        for (i, t) in self.tokens.iter().enumerate() {
+            seen.insert(t.id, i);
+        }
+        let mut order: Vec<usize> = seen.into_values().collect();
+        order.sort_unstable();
+        for i in order {
+            let t = &self.tokens[i];
+            if t.content.is_empty() {
+                continue;
+            }
+            if t.normalized {
+                let pattern =
+                    normalizer.map_or_else(|| t.content.clone(), |n| n.normalize_str(&t.content));
+                norm.push((pattern, t.id));
+            } else {
+                raw.push((t.content.clone(), t.id));
+            }
+        }
+        let build = |pairs: Vec<(String, u32)>| {
+            (!pairs.is_empty()).then(|| {
+                let ac = AhoCorasickBuilder::new()
+                    .match_kind(MatchKind::LeftmostLongest)
+                    .build(pairs.iter().map(|p| p.0.as_str()))
+                    .expect("added-token matcher");
+                (ac, pairs.into_iter().map(|p| p.1).collect())
+            })
+        };
+        self.raw = build(raw);
+        self.normalized = build(norm);
+    }
+
+    #[must_use]
+    pub fn get(&self, id: u32) -> Option<&AddedToken> {
+        self.by_id.get(&id).map(|&i| &self.tokens[i])
+    }
+
+    #[must_use]
+    pub fn id_of(&self, content: &str) -> Option<u32> {
+        self.by_content.get(content).copied()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.tokens.is_empty()
+    }
+
+    #[must_use]
+    pub fn has_raw(&self) -> bool {
+        self.raw.is_some()
+    }
+
+    #[must_use]
+    pub fn has_normalized(&self) -> bool {
+        self.normalized.is_some()
+    }
+
+    /// Cuts `sentence` into added tokens and the text between them (HF's `find_matches`).
+    #[must_use]
+    pub fn find(&self, sentence: &str, normalized: bool) -> Vec<Split> {
+        if sentence.is_empty() {
+            return vec![(None, (0, 0))];
+        }
+        let Some((ac, ids)) = (if normalized {
+            &self.normalized
+        } else {
+            &self.raw
+        }) else {
+            return vec![(None, (0, sentence.len()))];
+        };
+        let mut out = Vec::new();
+        let mut start_offset = 0;
+        for m in ac.find_iter(sentence) {
+            let (mut start, mut stop) = (m.start(), m.end());
+            let id = ids[m.pattern().as_usize()];
+            let token = self.get(id).expect("matcher ids are added tokens");
+            if token.single_word {
+                let start_space = start == 0 || !ENDS_WITH_WORD.is_match(&sentence[..start]);
+                let stop_space =
+                    stop == sentence.len() || !STARTS_WITH_WORD.is_match(&sentence[stop..]);
+                if !start_space || !stop_space {
+                    continue;
+                }
+            }
+            if token.lstrip {
+                let new_start = SPACES_AT_END
+                    .find(&sentence[..start])
+                    .map_or(start, |m| m.start());
+                start = new_start.max(start_offset);
+            }
+            if token.rstrip {
+                stop += SPACES_AT_START
+                    .find(&sentence[stop..])
+                    .map_or(0, |m| m.end());
+            }
+            if start_offset < start {
+                out.push((None, (start_offset, start)));
+            }
+            out.push((Some(id), (start, stop)));
+            start_offset = stop;
+        }
+        if start_offset != sentence.len() {
+            out.push((None, (start_offset, sentence.len())));
+        }
+        out
+    }
+}

@@ -1,0 +1,428 @@
+//! The BPE model: a word's symbols are merged pair by pair, lowest merge rank first (leftmost on
+//! ties), exactly as HF tokenizers' `Word::merge_all` orders them, so ids are identical.
+//!
+//! Performance notes: byte-level vocabularies get a byte -> id table and a raw-bytes vocabulary,
+//! so a piece is tokenized from its UTF-8 bytes without building the byte-level string; results
+//! are cached per thread (like HF's per-thread cache) keyed by the piece's bytes.
+use super::bytelevel::{decode_token, BYTE_CHAR};
+use crate::error::TokenizeError;
+use rustc_hash::FxHashMap;
+use std::cell::RefCell;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Pieces longer than this are not cached (HF uses the same bound).
+const CACHE_MAX_LEN: usize = 256;
+const CACHE_CAPACITY: usize = 100_000;
+
+static NEXT_MODEL_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    static CACHE: RefCell<(u64, FxHashMap<Box<[u8]>, Box<[(u32, u32)]>>)> = RefCell::new((0, FxHashMap::default()));
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct BpeOptions {
+    pub unk_token: Option<String>,
+    pub continuing_subword_prefix: Option<String>,
+    pub end_of_word_suffix: Option<String>,
+    pub fuse_unk: bool,
+    pub byte_fallback: bool,
+    pub ignore_merges: bool,
+}
+
+#[derive(Debug, Clone)]
+pub struct Bpe {
+    pub vocab: FxHashMap<String, u32>,
+    pub vocab_r: FxHashMap<u32, String>,
+    /// (left id, right id) -> (rank, merged id)
+    merges: FxHashMap<(u32, u32), (u32, u32)>,
+    pub opts: BpeOptions,
+    unk_id: Option<u32>,
+    /// Byte-level fast path: the id of each byte's char, and the vocabulary by raw bytes.
+    byte_ids: [Option<u32>; 256],
+    bytes_vocab: FxHashMap<Box<[u8]>, u32>,
+    /// `<0xAB>` tokens for byte_fallback.
+    fallback_ids: [Option<u32>; 256],
+    model_id: u64,
+}
+
+impl Bpe {
+    pub fn new(
+        vocab: FxHashMap<String, u32>,
+        merges: &[(String, String)],
+        opts: BpeOptions,
+    ) -> Result<Self, TokenizeError> {
+        let prefix_len = opts
+            .continuing_subword_prefix
+            .as_ref()
+            .map_or(0, String::len);
+        let mut merge_map = FxHashMap::with_capacity_and_hasher(merges.len(), Default::default());
+        for (rank, (a, b)) in merges.iter().enumerate() {
+            let get = |t: &str| {
+                vocab.get(t).copied().ok_or_else(|| {
+                    TokenizeError::invalid(
+                        format!("model.merges[{rank}]"),
+                        format!("merge token {t:?} is not in the vocabulary"),
+                    )
+                })
+            };
+            let (ia, ib) = (get(a)?, get(b)?);
+            let merged = if prefix_len > 0
+                && b.starts_with(opts.continuing_subword_prefix.as_deref().unwrap())
+            {
+                format!("{a}{}", &b[prefix_len..])
+            } else {
+                format!("{a}{b}")
+            };
+            let new_id = get(&merged)?;
+            // The first (lowest) rank wins when a pair is listed twice, as in HF.
+            merge_map.entry((ia, ib)).or_insert((rank as u32, new_id));
+        }
+        let unk_id = match &opts.unk_token {
+            Some(t) => vocab.get(t).copied(),
+            None => None,
+        };
+        let mut byte_ids = [None; 256];
+        let mut fallback_ids = [None; 256];
+        for b in 0..=255u8 {
+            byte_ids[b as usize] = vocab
+                .get(BYTE_CHAR[b as usize].to_string().as_str())
+                .copied();
+            fallback_ids[b as usize] = vocab.get(format!("<0x{b:02X}>").as_str()).copied();
+        }
+        let bytes_vocab = vocab
+            .iter()
+            .filter_map(|(t, &id)| decode_token(t).map(|b| (b.into_boxed_slice(), id)))
+            .collect();
+        let vocab_r = vocab.iter().map(|(t, &id)| (id, t.clone())).collect();
+        Ok(Self {
+            vocab,
+            vocab_r,
+            merges: merge_map,
+            opts,
+            unk_id,
+            byte_ids,
+            bytes_vocab,
+            fallback_ids,
+            model_id: NEXT_MODEL_ID.fetch_add(1, Ordering::Relaxed),
+        })
+    }
+
+    /// Whether byte-level input can take the fast path (no prefix/suffix decorations).
+    fn plain(&self) -> bool {
+        self.opts.continuing_subword_prefix.is_none() && self.opts.end_of_word_suffix.is_none()
+    }
+
+    /// Tokenizes one byte-level piece given as its raw bytes: pushes `(id, byte length)`.
+    pub fn tokenize_bytes(
+        &self,
+        piece: &[u8],
+        out: &mut Vec<(u32, u32)>,
+    ) -> Result<(), TokenizeError> {
+        if piece.is_empty() {
+            return Ok(());
+        }
+        if !self.plain() {
+            // Rare: decorated byte-level vocabularies go through the generic char path.
+            let s: String = piece.iter().map(|&b| BYTE_CHAR[b as usize]).collect();
+            let mut tmp = Vec::new();
+            self.tokenize_chars(&s, &mut tmp)?;
+            // Each byte-level char stands for one byte.
+            let mut chars = s.chars();
+            for (id, len) in tmp {
+                let mut n = 0u32;
+                let mut bytes = 0;
+                while bytes < len {
+                    bytes += chars.next().map_or(len as usize, char::len_utf8) as u32;
+                    n += 1;
+                }
+                out.push((id, n));
+            }
+            return Ok(());
+        }
+        if self.opts.ignore_merges {
+            if let Some(&id) = self.bytes_vocab.get(piece) {
+                out.push((id, piece.len() as u32));
+                return Ok(());
+            }
+        }
+        if piece.len() == 1 {
+            if let Some(id) = self.byte_ids[piece[0] as usize] {
+                out.push((id, 1));
+                return Ok(());
+            }
+        }
+        self.cached(piece, out, |this, out| {
+            let mut word = Word::default();
+            for &b in piece {
+                match this.byte_ids[b as usize] {
+                    Some(id) => word.add(id, 1),
+                    None => this.unknown(&mut word, &[b], 1),
+                }
+            }
+            word.flush_unk();
+            word.merge_all(&this.merges);
+            word.emit(out);
+            Ok(())
+        })
+    }
+
+    /// Tokenizes a piece char by char (HF's `merge_word`): pushes `(id, byte length)`.
+    pub fn tokenize_chars(
+        &self,
+        piece: &str,
+        out: &mut Vec<(u32, u32)>,
+    ) -> Result<(), TokenizeError> {
+        if piece.is_empty() {
+            return Ok(());
+        }
+        if self.opts.ignore_merges {
+            if let Some(&id) = self.vocab.get(piece) {
+                out.push((id, piece.len() as u32));
+                return Ok(());
+            }
+        }
+        self.cached(piece.as_bytes(), out, |this, out| {
+            let mut word = Word::default();
+            let mut buf = String::new();
+            let n = piece.chars().count();
+            for (i, c) in piece.chars().enumerate() {
+                buf.clear();
+                if i > 0 {
+                    if let Some(p) = &this.opts.continuing_subword_prefix {
+                        buf.push_str(p);
+                    }
+                }
+                buf.push(c);
+                if i + 1 == n {
+                    if let Some(s) = &this.opts.end_of_word_suffix {
+                        buf.push_str(s);
+                    }
+                }
+                let len = c.len_utf8() as u32;
+                match this.vocab.get(buf.as_str()) {
+                    Some(&id) => word.add(id, len),
+                    None => this.unknown(&mut word, buf.as_bytes(), len),
+                }
+            }
+            word.flush_unk();
+            word.merge_all(&this.merges);
+            word.emit(out);
+            Ok(())
+        })
+    }
+
+    /// A symbol missing from the vocabulary: byte fallback, else unk (fused if asked), else
+    /// dropped, in HF's order.
+    fn unknown(&self, word: &mut Word, bytes: &[u8], len: u32) {
+        if self.opts.byte_fallback {
+            let ids: Option<Vec<u32>> = bytes
+                .iter()
+                .map(|&b| self.fallback_ids[b as usize])
+                .collect();
+            if let Some(ids) = ids {
+                // HF appends fallback bytes without flushing a pending unk first.
+                for id in ids {
+                    word.push(id, 1);
+                }
+                return;
+            }
+        }
+        if let Some(unk) = self.unk_id {
+            word.add_unk(unk, len, self.opts.fuse_unk);
+        }
+    }
+
+    fn cached(
+        &self,
+        key: &[u8],
+        out: &mut Vec<(u32, u32)>,
+        compute: impl FnOnce(&Self, &mut Vec<(u32, u32)>) -> Result<(), TokenizeError>,
+    ) -> Result<(), TokenizeError> {
+        if key.len() > CACHE_MAX_LEN {
+            return compute(self, out);
+        }
+        CACHE.with(|cell| {
+            let mut cache = cell.borrow_mut();
+            if cache.0 != self.model_id {
+                cache.0 = self.model_id;
+                cache.1.clear();
+            }
+            if let Some(hit) = cache.1.get(key) {
+                out.extend_from_slice(hit);
+                return Ok(());
+            }
+            let start = out.len();
+            compute(self, out)?;
+            if cache.1.len() >= CACHE_CAPACITY {
+                cache.1.clear();
+            }
+            cache.1.insert(key.into(), out[start..].into());
+            Ok(())
+        })
+    }
+
+    #[must_use]
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.vocab.get(token).copied()
+    }
+
+    #[must_use]
+    pub fn id_to_token(&self, id: u32) -> Option<&str> {
+        self.vocab_r.get(&id).map(String::as_str)
+    }
+}
+
+#[derive(Clone, Copy)]
+struct Symbol {
+    id: u32,
+    len: u32,
+    prev: i32,
+    next: i32,
+}
+
+#[derive(Default)]
+struct Word {
+    symbols: Vec<Symbol>,
+    pending_unk: Option<(u32, u32)>,
+}
+
+impl Word {
+    fn push(&mut self, id: u32, len: u32) {
+        let n = self.symbols.len() as i32;
+        self.symbols.push(Symbol {
+            id,
+            len,
+            prev: n - 1,
+            next: n + 1,
+        });
+    }
+
+    fn add(&mut self, id: u32, len: u32) {
+        self.flush_unk();
+        self.push(id, len);
+    }
+
+    fn add_unk(&mut self, unk: u32, len: u32, fuse: bool) {
+        match self.pending_unk {
+            Some((id, l)) if fuse => self.pending_unk = Some((id, l + len)),
+            Some((id, l)) => {
+                self.push(id, l);
+                self.pending_unk = Some((unk, len));
+            }
+            None => self.pending_unk = Some((unk, len)),
+        }
+    }
+
+    fn flush_unk(&mut self) {
+        if let Some((id, len)) = self.pending_unk.take() {
+            self.push(id, len);
+        }
+    }
+
+    fn merge_all(&mut self, merges: &FxHashMap<(u32, u32), (u32, u32)>) {
+        let n = self.symbols.len();
+        if n < 2 {
+            return;
+        }
+        if let Some(last) = self.symbols.last_mut() {
+            last.next = -1;
+        }
+        let mut heap: BinaryHeap<Reverse<(u32, u32, u32)>> = self
+            .symbols
+            .windows(2)
+            .enumerate()
+            .filter_map(|(i, w)| {
+                merges
+                    .get(&(w[0].id, w[1].id))
+                    .map(|&(r, id)| Reverse((r, i as u32, id)))
+            })
+            .collect();
+        while let Some(Reverse((_, pos, new_id))) = heap.pop() {
+            let pos = pos as usize;
+            let cur = self.symbols[pos];
+            if cur.len == 0 || cur.next == -1 {
+                continue;
+            }
+            let next_pos = cur.next as usize;
+            let right = self.symbols[next_pos];
+            // Stale entries: the pair changed since it was queued.
+            if merges
+                .get(&(cur.id, right.id))
+                .is_none_or(|m| m.1 != new_id)
+            {
+                continue;
+            }
+            self.symbols[pos].id = new_id;
+            self.symbols[pos].len += right.len;
+            self.symbols[pos].next = right.next;
+            self.symbols[next_pos].len = 0;
+            if right.next > -1 && (right.next as usize) < n {
+                self.symbols[right.next as usize].prev = pos as i32;
+            }
+            let cur = self.symbols[pos];
+            if cur.prev >= 0 {
+                let p = cur.prev as usize;
+                if let Some(&(r, id)) = merges.get(&(self.symbols[p].id, cur.id)) {
+                    heap.push(Reverse((r, p as u32, id)));
+                }
+            }
+            if cur.next >= 0 && (cur.next as usize) < n {
+                if let Some(&(r, id)) = merges.get(&(cur.id, self.symbols[cur.next as usize].id)) {
+                    heap.push(Reverse((r, pos as u32, id)));
+                }
+            }
+        }
+    }
+
+    fn emit(&self, out: &mut Vec<(u32, u32)>) {
+        out.extend(
+            self.symbols
+                .iter()
+                .filter(|s| s.len > 0)
+                .map(|s| (s.id, s.len)),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn toy() -> Bpe {
+        let vocab: FxHashMap<String, u32> = ["a", "b", "c", "ab", "bc", "abc", "Ġ"]
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ((*t).to_string(), i as u32))
+            .collect();
+        let merges = vec![
+            ("a".into(), "b".into()),
+            ("ab".into(), "c".into()),
+            ("b".into(), "c".into()),
+        ];
+        Bpe::new(vocab, &merges, BpeOptions::default()).unwrap()
+    }
+
+    #[test]
+    fn merges_by_rank() {
+        let bpe = toy();
+        let mut out = vec![];
+        bpe.tokenize_bytes(b"abcab", &mut out).unwrap();
+        assert_eq!(out, vec![(5, 3), (3, 2)]);
+        out.clear();
+        bpe.tokenize_bytes(b"bca", &mut out).unwrap();
+        assert_eq!(out, vec![(4, 2), (0, 1)]);
+    }
+
+    #[test]
+    fn unknown_bytes_are_dropped_without_unk() {
+        // As in HF: the unknown byte vanishes, its neighbours become adjacent and merge, and the
+        // byte lengths (hence offsets) skip it.
+        let bpe = toy();
+        let mut out = vec![];
+        bpe.tokenize_bytes(b"azb", &mut out).unwrap();
+        assert_eq!(out, vec![(3, 2)]);
+    }
+}

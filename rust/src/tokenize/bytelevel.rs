@@ -1,0 +1,67 @@
+//! GPT-2's byte-level alphabet: each byte is shown as a printable char, so that a vocabulary of
+//! strings can cover arbitrary bytes. The table is the one every byte-level tokenizer.json uses.
+use std::sync::LazyLock;
+
+/// `BYTE_CHAR[b]` is the char standing for byte `b`.
+pub static BYTE_CHAR: LazyLock<[char; 256]> = LazyLock::new(|| {
+    let mut table = ['\0'; 256];
+    let printable = |b: u8| matches!(b, b'!'..=b'~' | 0xA1..=0xAC | 0xAE..=0xFF);
+    let mut n = 0u32;
+    for b in 0..=255u8 {
+        table[b as usize] = if printable(b) {
+            char::from(b)
+        } else {
+            n += 1;
+            char::from_u32(255 + n).expect("valid code point")
+        };
+    }
+    table
+});
+
+/// The byte a byte-level char stands for (`None` for chars outside the alphabet). All of them are
+/// below U+0144, so a small array answers.
+static CHAR_BYTE: LazyLock<[i16; 0x144]> = LazyLock::new(|| {
+    let mut table = [-1i16; 0x144];
+    for (b, c) in BYTE_CHAR.iter().enumerate() {
+        table[*c as usize] = b as i16;
+    }
+    table
+});
+
+#[inline]
+#[must_use]
+pub fn char_byte(c: char) -> Option<u8> {
+    CHAR_BYTE
+        .get(c as usize)
+        .and_then(|&b| u8::try_from(b).ok())
+}
+
+/// The byte-level spelling of `bytes` ("Ġhello" for b" hello").
+#[must_use]
+pub fn encode_bytes(bytes: &[u8]) -> String {
+    bytes.iter().map(|&b| BYTE_CHAR[b as usize]).collect()
+}
+
+/// The bytes a byte-level token stands for, or `None` if it has a char outside the alphabet.
+#[must_use]
+pub fn decode_token(token: &str) -> Option<Vec<u8>> {
+    token.chars().map(char_byte).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpt2_table() {
+        assert_eq!(BYTE_CHAR[b' ' as usize], 'Ġ');
+        assert_eq!(BYTE_CHAR[b'\n' as usize], 'Ċ');
+        assert_eq!(BYTE_CHAR[b'a' as usize], 'a');
+        assert_eq!(encode_bytes("€".as_bytes()), "âĤ¬");
+        for b in 0..=255u8 {
+            assert_eq!(char_byte(BYTE_CHAR[b as usize]), Some(b));
+        }
+        assert_eq!(decode_token("Ġhello"), Some(b" hello".to_vec()));
+        assert_eq!(decode_token("日"), None);
+    }
+}

@@ -1,0 +1,153 @@
+//! Decoders: token strings back to text, chained as HF tokenizers chains them.
+use super::bytelevel::char_byte;
+use super::pattern::Pattern;
+
+#[derive(Debug, Clone)]
+pub enum Decoder {
+    ByteLevel,
+    Replace {
+        pattern: Pattern,
+        content: String,
+    },
+    Strip {
+        content: char,
+        start: usize,
+        stop: usize,
+    },
+    Fuse,
+    ByteFallback,
+    Sequence(Vec<Decoder>),
+}
+
+impl Decoder {
+    #[must_use]
+    pub fn decode(&self, tokens: Vec<String>) -> String {
+        self.chain(tokens).concat()
+    }
+
+    #[must_use]
+    pub fn chain(&self, tokens: Vec<String>) -> Vec<String> {
+        match self {
+            Self::ByteLevel => {
+                let mut bytes = Vec::new();
+                for t in &tokens {
+                    let mapped: Option<Vec<u8>> = t.chars().map(char_byte).collect();
+                    match mapped {
+                        Some(b) => bytes.extend(b),
+                        None => bytes.extend_from_slice(t.as_bytes()),
+                    }
+                }
+                vec![String::from_utf8_lossy(&bytes).into_owned()]
+            }
+            Self::Replace { pattern, content } => tokens
+                .into_iter()
+                .map(|t| {
+                    let mut out = String::with_capacity(t.len());
+                    for ((s, e), m) in pattern.find_matches(&t) {
+                        out.push_str(if m { content } else { &t[s..e] });
+                    }
+                    out
+                })
+                .collect(),
+            Self::Strip {
+                content,
+                start,
+                stop,
+            } => tokens
+                .into_iter()
+                .map(|t| {
+                    let chars: Vec<char> = t.chars().collect();
+                    let mut a = 0;
+                    for (i, &c) in chars.iter().enumerate().take(*start) {
+                        if c != *content {
+                            break;
+                        }
+                        a = i + 1;
+                    }
+                    let mut b = chars.len();
+                    for i in 0..(*stop).min(chars.len()) {
+                        let idx = chars.len() - i - 1;
+                        if chars[idx] != *content {
+                            break;
+                        }
+                        b = idx;
+                    }
+                    chars[a.min(b)..b].iter().collect()
+                })
+                .collect(),
+            Self::Fuse => vec![tokens.concat()],
+            Self::ByteFallback => byte_fallback(tokens),
+            Self::Sequence(items) => items.iter().fold(tokens, |t, d| d.chain(t)),
+        }
+    }
+}
+
+fn byte_fallback(tokens: Vec<String>) -> Vec<String> {
+    let mut out = Vec::with_capacity(tokens.len());
+    let mut pending: Vec<u8> = Vec::new();
+    let flush = |pending: &mut Vec<u8>, out: &mut Vec<String>| {
+        if pending.is_empty() {
+            return;
+        }
+        match String::from_utf8(std::mem::take(pending)) {
+            Ok(s) => out.push(s),
+            Err(e) => out.extend(std::iter::repeat_n(
+                "\u{FFFD}".to_string(),
+                e.as_bytes().len(),
+            )),
+        }
+    };
+    for t in tokens {
+        let byte = (t.len() == 6 && t.starts_with("<0x") && t.ends_with('>'))
+            .then(|| u8::from_str_radix(&t[3..5], 16).ok())
+            .flatten();
+        if let Some(b) = byte {
+            pending.push(b);
+        } else {
+            flush(&mut pending, &mut out);
+            out.push(t);
+        }
+    }
+    flush(&mut pending, &mut out);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_level_and_fallback() {
+        let d = Decoder::ByteLevel;
+        assert_eq!(
+            d.decode(vec![
+                "Hello".into(),
+                "Ġw".into(),
+                "orld".into(),
+                "âĤ".into()
+            ]),
+            "Hello world\u{FFFD}"
+        );
+        let f = Decoder::ByteFallback;
+        assert_eq!(
+            f.decode(vec![
+                "<0xE2>".into(),
+                "<0x82>".into(),
+                "<0xAC>".into(),
+                "a".into()
+            ]),
+            "€a"
+        );
+        assert_eq!(f.decode(vec!["<0xE2>".into(), "b".into()]), "\u{FFFD}b");
+    }
+
+    #[test]
+    fn strip_bounds() {
+        let d = Decoder::Strip {
+            content: ' ',
+            start: 1,
+            stop: 5,
+        };
+        assert_eq!(d.decode(vec!["  a ".into(), " ".into()]), " a");
+    }
+}

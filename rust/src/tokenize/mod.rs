@@ -1,0 +1,648 @@
+//! The tokenizer: HF tokenizer.json files run through the same pipeline as HF tokenizers
+//! (added tokens, normalizer, pre-tokenizer, model, post-processor, truncation, padding) with
+//! identical ids, tokens and offsets.
+
+pub mod added;
+pub mod bpe;
+pub mod bytelevel;
+mod config;
+pub mod decode;
+pub mod encoding;
+pub mod normalize;
+pub mod pattern;
+pub mod postprocess;
+pub mod pretokenize;
+
+use crate::error::TokenizeError;
+use added::AddedVocab;
+use bpe::Bpe;
+use decode::Decoder;
+pub use encoding::{Direction, Encoding};
+use normalize::{Normalized, Normalizer};
+use postprocess::PostProcessor;
+use pretokenize::{Piece, PreTokenizer, Sources};
+use serde_json::Value;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TruncationStrategy {
+    LongestFirst,
+    OnlyFirst,
+    OnlySecond,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Truncation {
+    pub max_length: usize,
+    pub stride: usize,
+    pub strategy: TruncationStrategy,
+    pub direction: Direction,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PaddingStrategy {
+    BatchLongest,
+    Fixed(usize),
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Padding {
+    pub strategy: PaddingStrategy,
+    pub direction: Direction,
+    pub pad_to_multiple_of: Option<usize>,
+    pub pad_id: u32,
+    pub pad_type_id: u32,
+    pub pad_token: String,
+}
+
+/// How offsets are reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Offsets {
+    /// Unicode code points of the input (what HF's Python API returns).
+    Char,
+    Byte,
+    /// Not computed (ids only: faster).
+    None,
+}
+
+/// What one call asks for beyond the pipeline itself.
+#[derive(Debug, Clone, Copy)]
+pub struct EncodeOptions<'a> {
+    pub add_special_tokens: bool,
+    pub offsets: Offsets,
+    pub truncation: Option<&'a Truncation>,
+    pub padding: Option<&'a Padding>,
+}
+
+#[derive(Debug, Clone)]
+pub struct Tokenizer {
+    pub normalizer: Option<Normalizer>,
+    pub pre_tokenizer: Option<PreTokenizer>,
+    pub model: Bpe,
+    pub post_processor: Option<PostProcessor>,
+    pub decoder: Option<Decoder>,
+    pub added: AddedVocab,
+    pub truncation: Option<Truncation>,
+    pub padding: Option<Padding>,
+    byte_level: bool,
+    json: Value,
+}
+
+/// Input of one sequence: a string, or words already split.
+pub enum Input<'a> {
+    Text(&'a str),
+    Words(&'a [String]),
+}
+
+impl Tokenizer {
+    pub fn from_json_str(s: &str) -> Result<Self, TokenizeError> {
+        let json: Value =
+            serde_json::from_str(s).map_err(|e| TokenizeError::invalid("(file)", e.to_string()))?;
+        Self::from_json(json)
+    }
+
+    pub fn from_json(json: Value) -> Result<Self, TokenizeError> {
+        let null = Value::Null;
+        let get = |k: &str| json.get(k).unwrap_or(&null);
+        let normalizer = config::normalizer(get("normalizer"), "normalizer")?;
+        let pre_tokenizer = config::pre_tokenizer(get("pre_tokenizer"), "pre_tokenizer")?;
+        let model = config::model(get("model"))?;
+        let post_processor = config::post_processor(get("post_processor"), "post_processor")?;
+        let decoder = config::decoder(get("decoder"), "decoder")?;
+        let added = AddedVocab::new(
+            config::added_tokens(get("added_tokens"))?,
+            normalizer.as_ref(),
+        );
+        let truncation = config::truncation(get("truncation"))?;
+        let padding = config::padding(get("padding"))?;
+        let byte_level = pre_tokenizer
+            .as_ref()
+            .is_some_and(PreTokenizer::is_byte_level);
+        Ok(Self {
+            normalizer,
+            pre_tokenizer,
+            model,
+            post_processor,
+            decoder,
+            added,
+            truncation,
+            padding,
+            byte_level,
+            json,
+        })
+    }
+
+    /// The tokenizer.json text, with the current padding, truncation and added tokens.
+    #[must_use]
+    pub fn to_json(
+        &self,
+        pretty: bool,
+        truncation: Option<&Truncation>,
+        padding: Option<&Padding>,
+    ) -> String {
+        let mut json = self.json.clone();
+        if let Some(obj) = json.as_object_mut() {
+            obj.insert("truncation".into(), truncation_json(truncation));
+            obj.insert("padding".into(), padding_json(padding));
+            obj.insert(
+                "added_tokens".into(),
+                Value::Array(
+                    self.added
+                        .tokens
+                        .iter()
+                        .map(|t| {
+                            serde_json::json!({
+                                "id": t.id, "content": t.content, "single_word": t.single_word,
+                                "lstrip": t.lstrip, "rstrip": t.rstrip, "normalized": t.normalized,
+                                "special": t.special,
+                            })
+                        })
+                        .collect(),
+                ),
+            );
+        }
+        if pretty {
+            serde_json::to_string_pretty(&json).unwrap_or_default()
+        } else {
+            serde_json::to_string(&json).unwrap_or_default()
+        }
+    }
+
+    #[must_use]
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.added
+            .id_of(token)
+            .or_else(|| self.model.token_to_id(token))
+    }
+
+    #[must_use]
+    pub fn id_to_token(&self, id: u32) -> Option<&str> {
+        self.added
+            .get(id)
+            .map(|t| t.content.as_str())
+            .or_else(|| self.model.id_to_token(id))
+    }
+
+    /// Vocabulary size, with added tokens unless `with_added` is false (HF's definition: the
+    /// model's size plus the added tokens not in the model).
+    #[must_use]
+    pub fn vocab_size(&self, with_added: bool) -> usize {
+        let base = self.model.vocab.len();
+        if !with_added {
+            return base;
+        }
+        base + self
+            .added
+            .tokens
+            .iter()
+            .filter(|t| self.model.token_to_id(&t.content).is_none())
+            .count()
+    }
+
+    #[must_use]
+    pub fn num_special_tokens_to_add(&self, is_pair: bool) -> usize {
+        self.post_processor
+            .as_ref()
+            .map_or(0, |p| p.added_tokens(is_pair))
+    }
+
+    /// Adds tokens (HF's `add_tokens`): returns how many were new.
+    pub fn add_tokens(&mut self, tokens: Vec<added::AddedToken>) -> usize {
+        let mut next = self
+            .added
+            .tokens
+            .iter()
+            .map(|t| t.id)
+            .max()
+            .map_or(self.model.vocab.len() as u32, |m| {
+                (m + 1).max(self.model.vocab.len() as u32)
+            });
+        let mut added = 0;
+        for mut t in tokens {
+            if t.content.is_empty() {
+                continue;
+            }
+            if let Some(i) = self
+                .added
+                .tokens
+                .iter()
+                .position(|x| x.content == t.content)
+            {
+                if self.added.tokens[i].special == t.special
+                    && self.added.tokens[i].normalized == t.normalized
+                    && self.added.tokens[i].lstrip == t.lstrip
+                    && self.added.tokens[i].rstrip == t.rstrip
+                    && self.added.tokens[i].single_word == t.single_word
+                {
+                    continue;
+                }
+                t.id = self.added.tokens[i].id;
+                self.added.tokens[i] = t;
+                continue;
+            }
+            t.id = if let Some(id) = self.model.token_to_id(&t.content) {
+                id
+            } else {
+                let id = next;
+                next += 1;
+                id
+            };
+            self.added.tokens.push(t);
+            added += 1;
+        }
+        self.added.refresh(self.normalizer.as_ref());
+        added
+    }
+
+    /// One sequence through added tokens, normalizer, pre-tokenizer and model (HF's
+    /// `encode_single_sequence`), before post-processing.
+    fn encode_sequence(
+        &self,
+        input: &Input<'_>,
+        type_id: u32,
+        offsets: Offsets,
+    ) -> Result<Encoding, TokenizeError> {
+        match input {
+            Input::Text(text) => self.encode_text(text, None, type_id, offsets),
+            Input::Words(words) => {
+                let parts = words
+                    .iter()
+                    .enumerate()
+                    .map(|(i, w)| self.encode_text(w, Some(i as u32), type_id, offsets))
+                    .collect::<Result<Vec<_>, _>>()?;
+                Ok(Encoding::merge(parts, false))
+            }
+        }
+    }
+
+    fn encode_text(
+        &self,
+        text: &str,
+        word: Option<u32>,
+        type_id: u32,
+        offsets: Offsets,
+    ) -> Result<Encoding, TokenizeError> {
+        let mut sources = Sources::new(text);
+        // (added token id or None, piece), in order; empty pieces are dropped as HF drops them.
+        let mut splits: Vec<(Option<u32>, Piece)> = Vec::new();
+        for (id, (s, e)) in self.added.find(text, false) {
+            if s == e {
+                continue;
+            }
+            let raw = Piece {
+                src: 0,
+                start: s as u32,
+                end: e as u32,
+            };
+            if id.is_some() {
+                splits.push((id, raw));
+                continue;
+            }
+            let piece = match &self.normalizer {
+                Some(n) => match n.apply(&Normalized::identity(&text[s..e])) {
+                    Some(norm) => sources.add(s, norm),
+                    None => raw,
+                },
+                None => raw,
+            };
+            if self.added.has_normalized() {
+                let sub = self.added.find(sources.text(piece), true);
+                for (id, (a, b)) in sub {
+                    if a < b {
+                        splits.push((
+                            id,
+                            Piece {
+                                src: piece.src,
+                                start: piece.start + a as u32,
+                                end: piece.start + b as u32,
+                            },
+                        ));
+                    }
+                }
+            } else if piece.start < piece.end {
+                splits.push((None, piece));
+            }
+        }
+
+        let mut enc = Encoding::default();
+        let mut tokens: Vec<(u32, u32)> = Vec::new();
+        let mut pieces: Vec<Piece> = Vec::new();
+        let mut word_idx = 0u32;
+        let conv = CharOffsets::new(text, offsets);
+        for (id, piece) in splits {
+            if let Some(id) = id {
+                let o =
+                    conv.convert(sources.original(piece, 0, (piece.end - piece.start) as usize));
+                let value = sources.text(piece);
+                enc.push(
+                    id,
+                    Some(value.into()),
+                    o,
+                    Some(word.unwrap_or(word_idx)),
+                    type_id,
+                );
+                word_idx += 1;
+                continue;
+            }
+            pieces.clear();
+            pieces.push(piece);
+            if let Some(pt) = &self.pre_tokenizer {
+                pt.run(&mut sources, &mut pieces);
+            }
+            for p in &pieces {
+                tokens.clear();
+                let t = sources.text(*p);
+                if self.byte_level {
+                    self.model.tokenize_bytes(t.as_bytes(), &mut tokens)?;
+                } else {
+                    self.model.tokenize_chars(t, &mut tokens)?;
+                }
+                let mut at = 0usize;
+                for &(tid, len) in &tokens {
+                    let o = if offsets == Offsets::None {
+                        (0, 0)
+                    } else {
+                        conv.convert(sources.original(*p, at, at + len as usize))
+                    };
+                    at += len as usize;
+                    enc.push(tid, None, o, Some(word.unwrap_or(word_idx)), type_id);
+                }
+                word_idx += 1;
+            }
+        }
+        Ok(enc)
+    }
+
+    /// Encodes one input or a pair, then truncates, post-processes and pads (HF's `encode`).
+    pub fn encode(
+        &self,
+        a: &Input<'_>,
+        b: Option<&Input<'_>>,
+        opts: &EncodeOptions<'_>,
+    ) -> Result<Encoding, TokenizeError> {
+        let enc = self.encode_sequence(a, 0, opts.offsets)?;
+        let pair = b
+            .map(|b| self.encode_sequence(b, 1, opts.offsets))
+            .transpose()?;
+        self.post_process(enc, pair, opts)
+    }
+
+    fn post_process(
+        &self,
+        enc: Encoding,
+        pair: Option<Encoding>,
+        opts: &EncodeOptions<'_>,
+    ) -> Result<Encoding, TokenizeError> {
+        let (enc, pair) = match opts.truncation {
+            Some(t) => {
+                let n_added = if opts.add_special_tokens {
+                    self.num_special_tokens_to_add(pair.is_some())
+                } else {
+                    0
+                };
+                let max_length = t.max_length.checked_sub(n_added).ok_or_else(|| {
+                    TokenizeError::Encode(format!(
+                        "truncation max_length={} is shorter than the {n_added} special tokens the post-processor adds; \
+                         raise max_length or pass add_special_tokens=False",
+                        t.max_length
+                    ))
+                })?;
+                truncate_encodings(
+                    enc,
+                    pair,
+                    &Truncation {
+                        max_length,
+                        ..t.clone()
+                    },
+                )?
+            }
+            None => (enc, pair),
+        };
+        let vocab = |id: u32| self.model.id_to_token(id);
+        let mut out = match &self.post_processor {
+            Some(p) => p.process(enc, pair, opts.add_special_tokens, &vocab)?,
+            None => match pair {
+                Some(mut p) => {
+                    let mut e = enc;
+                    e.set_sequence_id(0);
+                    p.set_sequence_id(1);
+                    Encoding::merge(vec![e, p], false)
+                }
+                None => enc,
+            },
+        };
+        if let Some(p) = opts.padding {
+            pad_encodings(std::slice::from_mut(&mut out), p);
+        }
+        Ok(out)
+    }
+
+    /// Encodes many inputs (in parallel on the rayon pool when `parallel`), then pads as a batch.
+    pub fn encode_batch(
+        &self,
+        inputs: &[(Input<'_>, Option<Input<'_>>)],
+        opts: &EncodeOptions<'_>,
+        parallel: bool,
+    ) -> Result<Vec<Encoding>, TokenizeError> {
+        use rayon::prelude::*;
+        let one = |(a, b): &(Input<'_>, Option<Input<'_>>)| self.encode(a, b.as_ref(), opts);
+        let mut out: Vec<Encoding> = if parallel {
+            inputs.par_iter().map(one).collect::<Result<_, _>>()?
+        } else {
+            inputs.iter().map(one).collect::<Result<_, _>>()?
+        };
+        if let Some(p) = opts.padding {
+            pad_encodings(&mut out, p);
+        }
+        Ok(out)
+    }
+
+    /// Ids back to text (HF's `decode`).
+    #[must_use]
+    pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> String {
+        let tokens: Vec<String> = ids
+            .iter()
+            .filter_map(|&id| {
+                let added = self.added.get(id);
+                if skip_special_tokens && added.is_some_and(|t| t.special) {
+                    return None;
+                }
+                added
+                    .map(|t| t.content.clone())
+                    .or_else(|| self.model.id_to_token(id).map(str::to_owned))
+            })
+            .collect();
+        match &self.decoder {
+            Some(d) => d.decode(tokens),
+            None => tokens.join(" "),
+        }
+    }
+
+    /// The string of token `i` of `enc`.
+    #[must_use]
+    pub fn token_str<'a>(&'a self, enc: &'a Encoding, i: usize) -> &'a str {
+        enc.tokens[i]
+            .as_deref()
+            .or_else(|| self.model.id_to_token(enc.ids[i]))
+            .unwrap_or("")
+    }
+}
+
+/// Byte offsets of the input to char offsets (or left as bytes).
+struct CharOffsets {
+    table: Option<Vec<u32>>,
+}
+
+impl CharOffsets {
+    fn new(text: &str, kind: Offsets) -> Self {
+        if kind != Offsets::Char || text.is_ascii() {
+            return Self { table: None };
+        }
+        let mut table = vec![0u32; text.len() + 1];
+        let mut n = 0u32;
+        for (i, c) in text.char_indices() {
+            for slot in &mut table[i..i + c.len_utf8()] {
+                *slot = n;
+            }
+            n += 1;
+        }
+        table[text.len()] = n;
+        Self { table: Some(table) }
+    }
+
+    fn convert(&self, (s, e): (usize, usize)) -> (u32, u32) {
+        match &self.table {
+            None => (s as u32, e as u32),
+            Some(t) => (t[s], t[e]),
+        }
+    }
+}
+
+fn truncate_encodings(
+    mut enc: Encoding,
+    mut pair: Option<Encoding>,
+    t: &Truncation,
+) -> Result<(Encoding, Option<Encoding>), TokenizeError> {
+    if t.max_length == 0 {
+        enc.truncate(0, t.stride, t.direction);
+        if let Some(p) = pair.as_mut() {
+            p.truncate(0, t.stride, t.direction);
+        }
+        return Ok((enc, pair));
+    }
+    let total = enc.len() + pair.as_ref().map_or(0, Encoding::len);
+    if total <= t.max_length {
+        return Ok((enc, pair));
+    }
+    let to_remove = total - t.max_length;
+    if t.stride >= t.max_length {
+        return Err(TokenizeError::Encode(format!(
+            "truncation stride ({}) must be smaller than max_length ({}) minus the special tokens",
+            t.stride, t.max_length
+        )));
+    }
+    match t.strategy {
+        TruncationStrategy::LongestFirst => {
+            if let Some(p) = pair.as_mut() {
+                let (mut n1, mut n2) = (enc.len(), p.len());
+                let swap = n1 > n2;
+                if swap {
+                    std::mem::swap(&mut n1, &mut n2);
+                }
+                if n1 > t.max_length {
+                    n2 = n1;
+                } else {
+                    n2 = n1.max(t.max_length - n1);
+                }
+                if n1 + n2 > t.max_length {
+                    n1 = t.max_length / 2;
+                    n2 = n1 + t.max_length % 2;
+                }
+                if swap {
+                    std::mem::swap(&mut n1, &mut n2);
+                }
+                enc.truncate(n1, t.stride, t.direction);
+                p.truncate(n2, t.stride, t.direction);
+            } else {
+                enc.truncate(total - to_remove, t.stride, t.direction);
+            }
+        }
+        TruncationStrategy::OnlyFirst | TruncationStrategy::OnlySecond => {
+            let target = if t.strategy == TruncationStrategy::OnlyFirst {
+                &mut enc
+            } else {
+                pair.as_mut().ok_or_else(|| {
+                    TokenizeError::Encode(
+                        "truncation strategy only_second needs a pair of sequences".into(),
+                    )
+                })?
+            };
+            let n = target.len();
+            if n > to_remove {
+                target.truncate(n - to_remove, t.stride, t.direction);
+            } else {
+                return Err(TokenizeError::Encode(
+                    "the sequence to truncate is too short to respect max_length; raise max_length or use \
+                     strategy longest_first"
+                        .into(),
+                ));
+            }
+        }
+    }
+    Ok((enc, pair))
+}
+
+fn pad_encodings(encs: &mut [Encoding], p: &Padding) {
+    if encs.is_empty() {
+        return;
+    }
+    let mut target = match p.strategy {
+        PaddingStrategy::Fixed(n) => n,
+        PaddingStrategy::BatchLongest => encs.iter().map(Encoding::len).max().unwrap_or(0),
+    };
+    if let Some(m) = p.pad_to_multiple_of {
+        if m > 0 && target % m > 0 {
+            target += m - target % m;
+        }
+    }
+    for e in encs {
+        e.pad(target, p.pad_id, p.pad_type_id, &p.pad_token, p.direction);
+    }
+}
+
+fn dir_str(d: Direction) -> &'static str {
+    match d {
+        Direction::Left => "Left",
+        Direction::Right => "Right",
+    }
+}
+
+fn truncation_json(t: Option<&Truncation>) -> Value {
+    t.map_or(Value::Null, |t| {
+        serde_json::json!({
+            "direction": dir_str(t.direction),
+            "max_length": t.max_length,
+            "strategy": match t.strategy {
+                TruncationStrategy::LongestFirst => "LongestFirst",
+                TruncationStrategy::OnlyFirst => "OnlyFirst",
+                TruncationStrategy::OnlySecond => "OnlySecond",
+            },
+            "stride": t.stride,
+        })
+    })
+}
+
+fn padding_json(p: Option<&Padding>) -> Value {
+    p.map_or(Value::Null, |p| {
+        serde_json::json!({
+            "strategy": match p.strategy {
+                PaddingStrategy::BatchLongest => serde_json::json!("BatchLongest"),
+                PaddingStrategy::Fixed(n) => serde_json::json!({"Fixed": n}),
+            },
+            "direction": dir_str(p.direction),
+            "pad_to_multiple_of": p.pad_to_multiple_of,
+            "pad_id": p.pad_id,
+            "pad_type_id": p.pad_type_id,
+            "pad_token": p.pad_token,
+        })
+    })
+}

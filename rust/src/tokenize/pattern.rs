@@ -1,0 +1,117 @@
+//! What Split, Replace and the char-class pre-tokenizers split on, with HF tokenizers' contract:
+//! the result covers the whole input with contiguous `((start, end), is_match)` slices.
+//!
+//! Regexes run on Oniguruma, the engine HF tokenizers' Python wheels use, so that every pattern
+//! (lookarounds, possessive quantifiers, `\p{..}` classes, case folding) matches the same text.
+use std::fmt;
+use std::sync::Arc;
+
+pub type Slices = Vec<((usize, usize), bool)>;
+
+#[derive(Clone)]
+pub enum Pattern {
+    /// An Oniguruma regex (Ruby syntax, as `onig::Regex::new` compiles it); the source is kept for
+    /// error messages and serialization.
+    Onig(Arc<onig::Regex>, Arc<str>),
+    /// A Rust `regex` (the Whitespace pre-tokenizer's `\w+|[^\w\s]+` is one in HF tokenizers).
+    Rust(Arc<regex::Regex>),
+    /// Each char for which the function is true is a match of its own.
+    Char(fn(char) -> bool),
+    /// Never matches (HF's empty literal).
+    Nothing,
+}
+
+impl fmt::Debug for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Onig(_, src) => write!(f, "Onig({src:?})"),
+            Self::Rust(re) => write!(f, "Rust({:?})", re.as_str()),
+            Self::Char(_) => write!(f, "Char(..)"),
+            Self::Nothing => write!(f, "Nothing"),
+        }
+    }
+}
+
+impl Pattern {
+    pub fn regex(src: &str) -> Result<Self, String> {
+        onig::Regex::new(src)
+            .map(|re| Self::Onig(Arc::new(re), src.into()))
+            .map_err(|e| e.to_string())
+    }
+
+    /// A literal string, matched as HF does it (an escaped regex).
+    pub fn literal(s: &str) -> Result<Self, String> {
+        if s.is_empty() {
+            return Ok(Self::Nothing);
+        }
+        Self::regex(&regex::escape(s))
+    }
+
+    #[must_use]
+    pub fn find_matches(&self, inside: &str) -> Slices {
+        if inside.is_empty() {
+            return vec![((0, 0), false)];
+        }
+        let mut out = Vec::new();
+        let mut prev = 0;
+        let mut push = |start: usize, end: usize, out: &mut Slices| {
+            if prev != start {
+                out.push(((prev, start), false));
+            }
+            out.push(((start, end), true));
+            prev = end;
+        };
+        match self {
+            Self::Onig(re, _) => {
+                for (s, e) in re.find_iter(inside) {
+                    push(s, e, &mut out);
+                }
+            }
+            Self::Rust(re) => {
+                for m in re.find_iter(inside) {
+                    push(m.start(), m.end(), &mut out);
+                }
+            }
+            Self::Char(f) => {
+                for (b, c) in inside.char_indices() {
+                    if f(c) {
+                        push(b, b + c.len_utf8(), &mut out);
+                    }
+                }
+            }
+            Self::Nothing => {}
+        }
+        if prev != inside.len() {
+            out.push(((prev, inside.len()), false));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn covers_the_input() {
+        let p = Pattern::regex(r"\s+(?!\S)|\s+").unwrap();
+        assert_eq!(
+            p.find_matches("a  b"),
+            vec![
+                ((0, 1), false),
+                ((1, 2), true),
+                ((2, 3), true),
+                ((3, 4), false)
+            ]
+        );
+        let c = Pattern::Char(char::is_numeric);
+        assert_eq!(
+            c.find_matches("ab12"),
+            vec![((0, 2), false), ((2, 3), true), ((3, 4), true)]
+        );
+        assert_eq!(
+            Pattern::literal("").unwrap().find_matches("xy"),
+            vec![((0, 2), false)]
+        );
+    }
+}

@@ -1,0 +1,412 @@
+//! Pre-tokenizers: they cut the (normalized) text into pieces that the model encodes one by one.
+//!
+//! A piece is a byte range of a source: the input itself (no normalizer changed it, the common
+//! case, which costs no copy) or a normalized text with its alignments. Offsets of the model's
+//! tokens map back to the input through the piece's source.
+use super::normalize::Normalized;
+use super::pattern::{Pattern, Slices};
+use std::sync::LazyLock;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Behavior {
+    Removed,
+    Isolated,
+    MergedWithPrevious,
+    MergedWithNext,
+    Contiguous,
+}
+
+#[derive(Debug, Clone)]
+pub enum PreTokenizer {
+    /// The byte-level step: optional prefix space, optional GPT-2 regex split. The byte-to-char
+    /// mapping itself happens in the model, which reads each piece's bytes.
+    ByteLevel {
+        add_prefix_space: bool,
+        use_regex: bool,
+    },
+    Split {
+        pattern: Pattern,
+        behavior: Behavior,
+        invert: bool,
+    },
+    Digits {
+        individual: bool,
+    },
+    Punctuation(Behavior),
+    Whitespace,
+    WhitespaceSplit,
+    Sequence(Vec<PreTokenizer>),
+}
+
+/// GPT-2's pre-tokenization regex (ByteLevel with use_regex).
+static GPT2: LazyLock<Pattern> = LazyLock::new(|| {
+    Pattern::regex(r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+")
+        .unwrap()
+});
+static WHITESPACE: LazyLock<Pattern> = LazyLock::new(|| {
+    Pattern::Rust(std::sync::Arc::new(
+        regex::Regex::new(r"\w+|[^\w\s]+").unwrap(),
+    ))
+});
+
+fn is_punc(c: char) -> bool {
+    c.is_ascii_punctuation() || unicode_categories::UnicodeCategories::is_punctuation(c)
+}
+
+/// A normalized source: its text and alignments, relative to `origin` in the input.
+#[derive(Debug)]
+pub struct Source {
+    pub origin: usize,
+    pub norm: Normalized,
+}
+
+/// The texts pieces point into: index 0 is the input, `k + 1` is `norm[k]`.
+#[derive(Debug)]
+pub struct Sources<'a> {
+    pub input: &'a str,
+    pub norm: Vec<Source>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    pub src: u32,
+    pub start: u32,
+    pub end: u32,
+}
+
+impl<'a> Sources<'a> {
+    #[must_use]
+    pub fn new(input: &'a str) -> Self {
+        Self {
+            input,
+            norm: Vec::new(),
+        }
+    }
+
+    #[must_use]
+    pub fn text(&self, p: Piece) -> &str {
+        let (s, e) = (p.start as usize, p.end as usize);
+        if p.src == 0 {
+            &self.input[s..e]
+        } else {
+            &self.norm[p.src as usize - 1].norm.text[s..e]
+        }
+    }
+
+    pub fn add(&mut self, origin: usize, norm: Normalized) -> Piece {
+        let end = norm.text.len() as u32;
+        self.norm.push(Source { origin, norm });
+        Piece {
+            src: self.norm.len() as u32,
+            start: 0,
+            end,
+        }
+    }
+
+    /// Input byte range of bytes `a..b` of piece `p`, widened to whole chars (the byte-level
+    /// model can cut a char; HF aligns every byte of a char to the whole char).
+    #[must_use]
+    pub fn original(&self, p: Piece, a: usize, b: usize) -> (usize, usize) {
+        if p.src == 0 {
+            let (s, e) = (p.start as usize + a, p.start as usize + b);
+            (floor_char(self.input, s), ceil_char(self.input, e))
+        } else {
+            let src = &self.norm[p.src as usize - 1];
+            let (s, e) = (p.start as usize + a, p.start as usize + b);
+            if s == e {
+                return (src.origin + s, src.origin + e);
+            }
+            (
+                src.origin + src.norm.align[s].0 as usize,
+                src.origin + src.norm.align[e - 1].1 as usize,
+            )
+        }
+    }
+
+    /// The piece as a normalized text with input-relative alignments (for prepending).
+    fn normalized(&self, p: Piece) -> (usize, Normalized) {
+        let (s, e) = (p.start as usize, p.end as usize);
+        if p.src == 0 {
+            (s, Normalized::identity(&self.input[s..e]))
+        } else {
+            let src = &self.norm[p.src as usize - 1];
+            (
+                src.origin,
+                Normalized {
+                    text: src.norm.text[s..e].to_owned(),
+                    align: src.norm.align[s..e].to_vec(),
+                },
+            )
+        }
+    }
+}
+
+fn floor_char(s: &str, mut i: usize) -> usize {
+    while i > 0 && !s.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_char(s: &str, mut i: usize) -> usize {
+    while i < s.len() && !s.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// Applies `behavior` to matches (HF's `NormalizedString::split`): returns the kept ranges.
+fn apply_behavior(matches: Slices, behavior: Behavior) -> Vec<(usize, usize)> {
+    let mut out: Vec<((usize, usize), bool)> = Vec::with_capacity(matches.len());
+    match behavior {
+        Behavior::Isolated => out = matches.into_iter().map(|(o, _)| (o, false)).collect(),
+        Behavior::Removed => out = matches,
+        Behavior::Contiguous => {
+            let mut prev = false;
+            for (o, m) in matches {
+                match out.last_mut() {
+                    Some((last, _)) if m == prev => last.1 = o.1,
+                    _ => out.push((o, false)),
+                }
+                prev = m;
+            }
+        }
+        Behavior::MergedWithPrevious => {
+            let mut prev = false;
+            for (o, m) in matches {
+                match out.last_mut() {
+                    Some((last, _)) if m && !prev => last.1 = o.1,
+                    _ => out.push((o, false)),
+                }
+                prev = m;
+            }
+        }
+        Behavior::MergedWithNext => {
+            let mut prev = false;
+            for (o, m) in matches.into_iter().rev() {
+                match out.last_mut() {
+                    Some((last, _)) if m && !prev => last.0 = o.0,
+                    _ => out.push((o, false)),
+                }
+                prev = m;
+            }
+            out.reverse();
+        }
+    }
+    out.into_iter()
+        .filter(|&((s, e), remove)| !remove && s < e)
+        .map(|(o, _)| o)
+        .collect()
+}
+
+impl PreTokenizer {
+    /// Whether this pre-tokenizer includes the byte-level step.
+    #[must_use]
+    pub fn is_byte_level(&self) -> bool {
+        match self {
+            Self::ByteLevel { .. } => true,
+            Self::Sequence(items) => items.iter().any(Self::is_byte_level),
+            _ => false,
+        }
+    }
+
+    /// Splits every piece in `pieces` (in place).
+    pub fn run(&self, sources: &mut Sources<'_>, pieces: &mut Vec<Piece>) {
+        match self {
+            Self::Sequence(items) => {
+                for item in items {
+                    item.run(sources, pieces);
+                }
+            }
+            Self::ByteLevel {
+                add_prefix_space,
+                use_regex,
+            } => {
+                if *add_prefix_space {
+                    for p in pieces.iter_mut() {
+                        if !sources.text(*p).starts_with(' ') {
+                            let (origin, n) = sources.normalized(*p);
+                            *p = sources.add(origin, n.prepend(" "));
+                        }
+                    }
+                }
+                if *use_regex {
+                    split_pieces(
+                        sources,
+                        pieces,
+                        |t| GPT2.find_matches(t),
+                        Behavior::Isolated,
+                    );
+                }
+            }
+            Self::Split {
+                pattern,
+                behavior,
+                invert,
+            } => {
+                let inv = *invert;
+                split_pieces(
+                    sources,
+                    pieces,
+                    |t| {
+                        let mut m = pattern.find_matches(t);
+                        if inv {
+                            m.iter_mut().for_each(|x| x.1 = !x.1);
+                        }
+                        m
+                    },
+                    *behavior,
+                );
+            }
+            Self::Digits { individual } => {
+                let b = if *individual {
+                    Behavior::Isolated
+                } else {
+                    Behavior::Contiguous
+                };
+                split_pieces(
+                    sources,
+                    pieces,
+                    |t| Pattern::Char(char::is_numeric).find_matches(t),
+                    b,
+                );
+            }
+            Self::Punctuation(b) => split_pieces(
+                sources,
+                pieces,
+                |t| Pattern::Char(is_punc).find_matches(t),
+                *b,
+            ),
+            Self::Whitespace => split_pieces(
+                sources,
+                pieces,
+                |t| {
+                    let mut m = WHITESPACE.find_matches(t);
+                    m.iter_mut().for_each(|x| x.1 = !x.1);
+                    m
+                },
+                Behavior::Removed,
+            ),
+            Self::WhitespaceSplit => split_pieces(
+                sources,
+                pieces,
+                |t| Pattern::Char(char::is_whitespace).find_matches(t),
+                Behavior::Removed,
+            ),
+        }
+    }
+}
+
+fn split_pieces(
+    sources: &Sources<'_>,
+    pieces: &mut Vec<Piece>,
+    find: impl Fn(&str) -> Slices,
+    behavior: Behavior,
+) {
+    let mut out = Vec::with_capacity(pieces.len() * 2);
+    for p in pieces.iter() {
+        let text = sources.text(*p);
+        for (s, e) in apply_behavior(find(text), behavior) {
+            out.push(Piece {
+                src: p.src,
+                start: p.start + s as u32,
+                end: p.start + e as u32,
+            });
+        }
+    }
+    *pieces = out;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(pt: &PreTokenizer, s: &str) -> Vec<(String, (usize, usize))> {
+        let mut sources = Sources::new(s);
+        let mut pieces = vec![Piece {
+            src: 0,
+            start: 0,
+            end: s.len() as u32,
+        }];
+        pt.run(&mut sources, &mut pieces);
+        pieces
+            .iter()
+            .map(|p| {
+                (
+                    sources.text(*p).to_owned(),
+                    sources.original(*p, 0, sources.text(*p).len()),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn whitespace_and_punctuation() {
+        let got = run(&PreTokenizer::Whitespace, "Hey man!");
+        assert_eq!(
+            got,
+            vec![
+                ("Hey".into(), (0, 3)),
+                ("man".into(), (4, 7)),
+                ("!".into(), (7, 8))
+            ]
+        );
+        let got = run(
+            &PreTokenizer::Punctuation(Behavior::Isolated),
+            "Hey friend!?",
+        );
+        assert_eq!(
+            got.iter().map(|g| g.0.as_str()).collect::<Vec<_>>(),
+            vec!["Hey friend", "!", "?"]
+        );
+    }
+
+    #[test]
+    fn byte_level_prefix_space() {
+        let pt = PreTokenizer::ByteLevel {
+            add_prefix_space: true,
+            use_regex: true,
+        };
+        let got = run(&pt, "Hello world");
+        assert_eq!(
+            got,
+            vec![(" Hello".into(), (0, 5)), (" world".into(), (5, 11))]
+        );
+    }
+
+    #[test]
+    fn behaviors() {
+        let p = Pattern::literal("-").unwrap();
+        let cases = [
+            (Behavior::Removed, vec!["the", "final", "countdown"]),
+            (
+                Behavior::Isolated,
+                vec!["the", "-", "final", "-", "-", "countdown"],
+            ),
+            (
+                Behavior::MergedWithPrevious,
+                vec!["the-", "final-", "-", "countdown"],
+            ),
+            (
+                Behavior::MergedWithNext,
+                vec!["the", "-final", "-", "-countdown"],
+            ),
+            (
+                Behavior::Contiguous,
+                vec!["the", "-", "final", "--", "countdown"],
+            ),
+        ];
+        for (behavior, want) in cases {
+            let pt = PreTokenizer::Split {
+                pattern: p.clone(),
+                behavior,
+                invert: false,
+            };
+            let got: Vec<String> = run(&pt, "the-final--countdown")
+                .into_iter()
+                .map(|g| g.0)
+                .collect();
+            assert_eq!(got, want, "{behavior:?}");
+        }
+    }
+}
