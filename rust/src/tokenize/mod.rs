@@ -8,6 +8,7 @@ pub mod bytelevel;
 mod config;
 pub mod decode;
 pub mod encoding;
+pub mod fastsplit;
 pub mod normalize;
 pub mod pattern;
 pub mod postprocess;

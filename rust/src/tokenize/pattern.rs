@@ -19,6 +19,9 @@ pub enum Pattern {
     Char(fn(char) -> bool),
     /// Never matches (HF's empty literal).
     Nothing,
+    /// A well-known regex run by a hand-written matcher (see `fastsplit`); the Oniguruma regex is
+    /// kept for serialization and as the reference in tests.
+    Known(super::fastsplit::Known, Arc<str>),
 }
 
 impl fmt::Debug for Pattern {
@@ -28,12 +31,16 @@ impl fmt::Debug for Pattern {
             Self::Rust(re) => write!(f, "Rust({:?})", re.as_str()),
             Self::Char(_) => write!(f, "Char(..)"),
             Self::Nothing => write!(f, "Nothing"),
+            Self::Known(k, src) => write!(f, "Known({k:?}, {src:?})"),
         }
     }
 }
 
 impl Pattern {
     pub fn regex(src: &str) -> Result<Self, String> {
+        if let Some(k) = super::fastsplit::Known::recognize(src) {
+            return Ok(Self::Known(k, src.into()));
+        }
         onig::Regex::new(src)
             .map(|re| Self::Onig(Arc::new(re), src.into()))
             .map_err(|e| e.to_string())
@@ -80,6 +87,13 @@ impl Pattern {
                 }
             }
             Self::Nothing => {}
+            Self::Known(k, _) => {
+                let mut m = Vec::new();
+                k.find_iter(inside, &mut m);
+                for (s, e) in m {
+                    push(s, e, &mut out);
+                }
+            }
         }
         if prev != inside.len() {
             out.push(((prev, inside.len()), false));

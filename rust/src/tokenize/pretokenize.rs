@@ -3,6 +3,7 @@
 //! A piece is a byte range of a source: the input itself (no normalizer changed it, the common
 //! case, which costs no copy) or a normalized text with its alignments. Offsets of the model's
 //! tokens map back to the input through the piece's source.
+use super::fastsplit::Known;
 use super::normalize::Normalized;
 use super::pattern::{Pattern, Slices};
 use std::sync::LazyLock;
@@ -38,11 +39,6 @@ pub enum PreTokenizer {
     Sequence(Vec<PreTokenizer>),
 }
 
-/// GPT-2's pre-tokenization regex (ByteLevel with use_regex).
-static GPT2: LazyLock<Pattern> = LazyLock::new(|| {
-    Pattern::regex(r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+")
-        .unwrap()
-});
 static WHITESPACE: LazyLock<Pattern> = LazyLock::new(|| {
     Pattern::Rust(std::sync::Arc::new(
         regex::Regex::new(r"\w+|[^\w\s]+").unwrap(),
@@ -231,12 +227,7 @@ impl PreTokenizer {
                     }
                 }
                 if *use_regex {
-                    split_pieces(
-                        sources,
-                        pieces,
-                        |t| GPT2.find_matches(t),
-                        Behavior::Isolated,
-                    );
+                    split_known(sources, pieces, Known::Gpt2);
                 }
             }
             Self::Split {
@@ -295,6 +286,22 @@ impl PreTokenizer {
             ),
         }
     }
+}
+
+/// Isolated split on a known pattern: its matches tile the text, so they are the pieces.
+fn split_known(sources: &Sources<'_>, pieces: &mut Vec<Piece>, known: Known) {
+    let mut out = Vec::with_capacity(pieces.len() * 4);
+    let mut m = Vec::new();
+    for p in pieces.iter() {
+        m.clear();
+        known.find_iter(sources.text(*p), &mut m);
+        out.extend(m.iter().map(|&(s, e)| Piece {
+            src: p.src,
+            start: p.start + s as u32,
+            end: p.start + e as u32,
+        }));
+    }
+    *pieces = out;
 }
 
 fn split_pieces(
