@@ -117,7 +117,7 @@ class Tokenizer:
 
     def encode_batch(
         self,
-        input: Iterable[Any],  # noqa: A002 (HF's name)
+        input: Iterable[Any],
         is_pretokenized: bool = False,
         add_special_tokens: bool = True,
         *,
@@ -190,7 +190,7 @@ class Tokenizer:
     def token_to_id(self, token: str) -> int | None:
         return self._core.token_to_id(token)
 
-    def id_to_token(self, id: int) -> str | None:  # noqa: A002 (HF's name)
+    def id_to_token(self, id: int) -> str | None:
         return self._core.id_to_token(id)
 
     def get_vocab(self, with_added_tokens: bool = True) -> dict[str, int]:
@@ -213,6 +213,7 @@ class Tokenizer:
     # -- padding and truncation --------------------------------------------------------------
     def enable_padding(
         self,
+        *,
         direction: str = "right",
         pad_id: int = 0,
         pad_type_id: int = 0,
@@ -230,7 +231,7 @@ class Tokenizer:
         return self._core.padding
 
     def enable_truncation(
-        self, max_length: int, stride: int = 0, strategy: str = "longest_first", direction: str = "right"
+        self, max_length: int, *, stride: int = 0, strategy: str = "longest_first", direction: str = "right"
     ) -> None:
         self._core.enable_truncation(max_length, stride, strategy, direction)
 

@@ -442,6 +442,16 @@ impl PyTokenizer {
                 )))
             }
         };
+        // Checked here, as HF does, so that a bad setting fails when it is made.
+        let n_added = read(&self.core).num_special_tokens_to_add(false);
+        // HF subtracts with wrap-around: a max_length below the special tokens disables the check.
+        let effective = max_length.wrapping_sub(n_added);
+        if effective < stride {
+            return Err(PyValueError::new_err(format!(
+                "tokenizer stride set to {stride}, which is greater than or equal to its effective max length of \
+                 {effective} (= {max_length} original max length - {n_added} added special tokens), "
+            )));
+        }
         write(
             &self.truncation,
             Some(Truncation {

@@ -26,6 +26,9 @@ pub struct AddedVocab {
     by_content: FxHashMap<String, u32>,
     raw: Option<(AhoCorasick, Vec<u32>)>,
     normalized: Option<(AhoCorasick, Vec<u32>)>,
+    /// Normalized forms that differ from the content (HF decodes these, see `decode_str`).
+    normalized_forms: FxHashMap<u32, String>,
+    special_contents: rustc_hash::FxHashSet<String>,
 }
 
 static STARTS_WITH_WORD: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"^\w").unwrap());
@@ -59,6 +62,13 @@ impl AddedVocab {
             .iter()
             .map(|t| (t.content.clone(), t.id))
             .collect();
+        self.special_contents = self
+            .tokens
+            .iter()
+            .filter(|t| t.special)
+            .map(|t| t.content.clone())
+            .collect();
+        self.normalized_forms.clear();
         let (mut raw, mut norm): (Vec<(String, u32)>, Vec<(String, u32)>) = (vec![], vec![]);
         // HF keys its matchers by id, so a content listed twice keeps only its last id.
         let mut seen: FxHashMap<u32, usize> = FxHashMap::default();
@@ -75,6 +85,9 @@ impl AddedVocab {
             if t.normalized {
                 let pattern =
                     normalizer.map_or_else(|| t.content.clone(), |n| n.normalize_str(&t.content));
+                if pattern != t.content {
+                    self.normalized_forms.insert(t.id, pattern.clone());
+                }
                 norm.push((pattern, t.id));
             } else {
                 raw.push((t.content.clone(), t.id));
@@ -96,6 +109,19 @@ impl AddedVocab {
     #[must_use]
     pub fn get(&self, id: u32) -> Option<&AddedToken> {
         self.by_id.get(&id).map(|&i| &self.tokens[i])
+    }
+
+    /// The string decoding starts from for an added token, and whether `skip_special_tokens`
+    /// drops it. As in HF, a normalized token decodes from its normalized form, and only a string
+    /// equal to a special token's content counts as special.
+    #[must_use]
+    pub fn decode_str(&self, id: u32) -> Option<(&str, bool)> {
+        let t = self.get(id)?;
+        let s = self
+            .normalized_forms
+            .get(&id)
+            .map_or(t.content.as_str(), String::as_str);
+        Some((s, self.special_contents.contains(s)))
     }
 
     #[must_use]

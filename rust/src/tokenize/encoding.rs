@@ -117,17 +117,28 @@ impl Encoding {
     }
 
     /// Keeps `max_len` tokens; the rest become overflowing windows that overlap by `stride`.
-    pub fn truncate(&mut self, max_len: usize, stride: usize, direction: Direction) {
+    /// Fails (changing nothing) when `stride >= max_len` and there is something to cut.
+    pub fn truncate(
+        &mut self,
+        max_len: usize,
+        stride: usize,
+        direction: Direction,
+    ) -> Result<(), String> {
         let n = self.len();
         if max_len >= n {
-            return;
+            return Ok(());
         }
         if max_len == 0 {
             let whole = std::mem::take(self);
             self.overflowing.push(whole);
-            return;
+            return Ok(());
         }
-        debug_assert!(stride < max_len);
+        if stride >= max_len {
+            return Err(format!(
+                "truncation stride ({stride}) must be smaller than the length a sequence is cut to ({max_len}, \
+                 after the special tokens are subtracted); lower the stride or raise max_length"
+            ));
+        }
         let step = max_len - stride;
         let mut parts = Vec::new();
         match direction {
@@ -157,6 +168,7 @@ impl Encoding {
         let mut first = self.slice(parts[0].clone());
         first.overflowing = parts[1..].iter().map(|r| self.slice(r.clone())).collect();
         *self = first;
+        Ok(())
     }
 
     /// Appends `pair`; overflowing windows combine as HF's `merge_with` does.
@@ -266,7 +278,7 @@ mod tests {
     #[test]
     fn truncate_right_with_stride() {
         let mut e = enc(10);
-        e.truncate(4, 1, Direction::Right);
+        e.truncate(4, 1, Direction::Right).unwrap();
         assert_eq!(e.ids, vec![0, 1, 2, 3]);
         let o: Vec<_> = e.overflowing.iter().map(|o| o.ids.clone()).collect();
         assert_eq!(o, vec![vec![3, 4, 5, 6], vec![6, 7, 8, 9]]);
@@ -275,7 +287,7 @@ mod tests {
     #[test]
     fn truncate_left() {
         let mut e = enc(5);
-        e.truncate(2, 0, Direction::Left);
+        e.truncate(2, 0, Direction::Left).unwrap();
         assert_eq!(e.ids, vec![3, 4]);
         let o: Vec<_> = e.overflowing.iter().map(|o| o.ids.clone()).collect();
         assert_eq!(o, vec![vec![1, 2], vec![0]]);

@@ -400,13 +400,9 @@ impl Tokenizer {
                 } else {
                     0
                 };
-                let max_length = t.max_length.checked_sub(n_added).ok_or_else(|| {
-                    TokenizeError::Encode(format!(
-                        "truncation max_length={} is shorter than the {n_added} special tokens the post-processor adds; \
-                         raise max_length or pass add_special_tokens=False",
-                        t.max_length
-                    ))
-                })?;
+                // HF subtracts with wrap-around (its release builds do not check): a max_length
+                // below the special tokens' count then means no truncation at all. Kept for parity.
+                let max_length = t.max_length.wrapping_sub(n_added);
                 truncate_encodings(
                     enc,
                     pair,
@@ -462,14 +458,10 @@ impl Tokenizer {
     pub fn decode(&self, ids: &[u32], skip_special_tokens: bool) -> String {
         let tokens: Vec<String> = ids
             .iter()
-            .filter_map(|&id| {
-                let added = self.added.get(id);
-                if skip_special_tokens && added.is_some_and(|t| t.special) {
-                    return None;
-                }
-                added
-                    .map(|t| t.content.clone())
-                    .or_else(|| self.model.id_to_token(id).map(str::to_owned))
+            .filter_map(|&id| match self.added.decode_str(id) {
+                Some((_, true)) if skip_special_tokens => None,
+                Some((s, _)) => Some(s.to_owned()),
+                None => self.model.id_to_token(id).map(str::to_owned),
             })
             .collect();
         match &self.decoder {
@@ -523,10 +515,14 @@ fn truncate_encodings(
     mut pair: Option<Encoding>,
     t: &Truncation,
 ) -> Result<(Encoding, Option<Encoding>), TokenizeError> {
+    let cut = |e: &mut Encoding, n: usize| {
+        e.truncate(n, t.stride, t.direction)
+            .map_err(TokenizeError::Encode)
+    };
     if t.max_length == 0 {
-        enc.truncate(0, t.stride, t.direction);
+        cut(&mut enc, 0)?;
         if let Some(p) = pair.as_mut() {
-            p.truncate(0, t.stride, t.direction);
+            cut(p, 0)?;
         }
         return Ok((enc, pair));
     }
@@ -535,12 +531,6 @@ fn truncate_encodings(
         return Ok((enc, pair));
     }
     let to_remove = total - t.max_length;
-    if t.stride >= t.max_length {
-        return Err(TokenizeError::Encode(format!(
-            "truncation stride ({}) must be smaller than max_length ({}) minus the special tokens",
-            t.stride, t.max_length
-        )));
-    }
     match t.strategy {
         TruncationStrategy::LongestFirst => {
             if let Some(p) = pair.as_mut() {
@@ -561,10 +551,10 @@ fn truncate_encodings(
                 if swap {
                     std::mem::swap(&mut n1, &mut n2);
                 }
-                enc.truncate(n1, t.stride, t.direction);
-                p.truncate(n2, t.stride, t.direction);
+                cut(&mut enc, n1)?;
+                cut(p, n2)?;
             } else {
-                enc.truncate(total - to_remove, t.stride, t.direction);
+                cut(&mut enc, total - to_remove)?;
             }
         }
         TruncationStrategy::OnlyFirst | TruncationStrategy::OnlySecond => {
@@ -579,7 +569,7 @@ fn truncate_encodings(
             };
             let n = target.len();
             if n > to_remove {
-                target.truncate(n - to_remove, t.stride, t.direction);
+                cut(target, n - to_remove)?;
             } else {
                 return Err(TokenizeError::Encode(
                     "the sequence to truncate is too short to respect max_length; raise max_length or use \

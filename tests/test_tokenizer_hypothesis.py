@@ -1,0 +1,85 @@
+"""Hypothesis fuzzing against HF tokenizers: random Unicode, pairs, truncation and padding."""
+
+from __future__ import annotations
+
+import pytest
+import tokenizers
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import fastprep
+
+from . import tokenizer_data as data
+from .tokenizer_compare import diff
+
+# Text weighted towards what breaks tokenizers: every Unicode category, plus the risky ASCII.
+TEXT = st.text(
+    alphabet=st.one_of(
+        st.characters(codec="utf-8"),
+        st.sampled_from(list(" \t\r\n'sStT0123456789.,!?-_\u00a0\u3000\u200d\u0301👍🏽日本ſK")),
+    ),
+    max_size=80,
+)
+
+
+@pytest.fixture(scope="module", params=["cl100k", "bpe_prefix", "template"])
+def pair(request):
+    js = {
+        "cl100k": data.cl100k_tokenizer_json,
+        "bpe_prefix": lambda: data.trained_bytelevel_bpe(add_prefix_space=True),
+        "template": data.template_bpe,
+    }[request.param]()
+    return tokenizers.Tokenizer.from_str(js), fastprep.Tokenizer.from_str(js)
+
+
+@settings(max_examples=300)
+@given(text=TEXT, add_special=st.booleans())
+def test_hyp_single(pair, text, add_special):
+    hf, fp = pair
+    assert (
+        diff(hf.encode(text, add_special_tokens=add_special), fp.encode(text, add_special_tokens=add_special)) is None
+    )
+    ids = hf.encode(text).ids
+    assert fp.decode(ids) == hf.decode(ids)
+
+
+@settings(max_examples=150)
+@given(
+    a=TEXT,
+    b=TEXT,
+    max_length=st.integers(0, 24),
+    stride=st.integers(0, 6),
+    strategy=st.sampled_from(["longest_first", "only_first", "only_second"]),
+    direction=st.sampled_from(["left", "right"]),
+    pad=st.one_of(st.none(), st.tuples(st.sampled_from(["left", "right"]), st.one_of(st.none(), st.integers(1, 40)))),
+)
+def test_hyp_pairs_with_settings(pair, a, b, max_length, stride, strategy, direction, pad):
+    hf, fp = pair
+    errors = []
+    for tok in (hf, fp):
+        try:
+            tok.enable_truncation(max_length, stride=stride, strategy=strategy, direction=direction)
+        except BaseException as exc:  # HF: ValueError, or a panic when max_length < special tokens
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            errors.append(type(exc).__name__)
+    if errors:
+        assert len(errors) == 2, f"only one tokenizer refused the truncation settings: {errors}"
+        return
+    try:
+        for tok in (hf, fp):
+            if pad:
+                tok.enable_padding(direction=pad[0], length=pad[1], pad_id=1, pad_token="<pad>")
+        try:
+            ref = hf.encode(a, b)
+        except BaseException as exc:  # HF raises (or panics) on impossible settings; we refuse cleanly
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            with pytest.raises(fastprep.TokenizeError):
+                fp.encode(a, b)
+            return
+        assert diff(ref, fp.encode(a, b)) is None
+    finally:
+        for tok in (hf, fp):
+            tok.no_truncation()
+            tok.no_padding()
