@@ -18,10 +18,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from . import _core
+from ._core import Encoding
 
 __all__ = ["AddedToken", "Encoding", "Tokenizer"]
-
-Encoding = _core.Encoding
 
 
 @dataclass(frozen=True)
@@ -95,6 +94,25 @@ class Tokenizer:
             f"({', '.join(str(c) for c in _hf_cache_dirs())}); fastprep never downloads. Fetch it once "
             f"with `huggingface-cli download {name} tokenizer.json`, or pass a directory"
         )
+
+    @classmethod
+    def from_tiktoken(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        pattern: str | None = None,
+        special_tokens: dict[str, int] | None = None,
+    ) -> Tokenizer:
+        """Load a tiktoken ``.tiktoken`` vocabulary (base64 token and rank per line).
+
+        ``pattern`` is the pre-tokenization regex (default: cl100k's, as HF tokenizer.json files
+        spell it); ``special_tokens`` maps special strings to their ids, e.g.
+        ``{"<|endoftext|>": 100257}``. The result behaves like the tokenizer.json that
+        transformers' converter writes for the same file.
+        """
+        text = Path(path).read_text(encoding="utf-8")
+        specials = sorted((special_tokens or {}).items(), key=lambda kv: kv[1])
+        return cls(_core.Tokenizer.from_tiktoken(text, pattern, specials))
 
     def to_str(self, pretty: bool = False) -> str:
         """The tokenizer.json text (with the current padding, truncation and added tokens)."""

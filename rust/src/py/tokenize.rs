@@ -21,6 +21,7 @@ pub struct PyTokenizer {
     core: RwLock<Arc<Tokenizer>>,
     padding: RwLock<Option<Padding>>,
     truncation: RwLock<Option<Truncation>>,
+    ints: Arc<IntCache>,
 }
 
 fn read<T: Clone>(l: &RwLock<T>) -> T {
@@ -101,10 +102,13 @@ impl PyTokenizer {
     fn new_from(tok: Tokenizer) -> Self {
         let padding = tok.padding.clone();
         let truncation = tok.truncation.clone();
+        // Room for ids of tokens added later too; ids past the end are made on the fly.
+        let ints = Arc::new(IntCache::new(tok.vocab_size(true) + 1024));
         Self {
             core: RwLock::new(Arc::new(tok)),
             padding: RwLock::new(padding),
             truncation: RwLock::new(truncation),
+            ints,
         }
     }
 }
@@ -117,6 +121,24 @@ impl PyTokenizer {
         Ok(Self::new_from(
             py.detach(|| Tokenizer::from_json_str(&json))?,
         ))
+    }
+
+    /// A tokenizer from the text of a `.tiktoken` file; `pattern` None means cl100k's.
+    #[staticmethod]
+    #[pyo3(signature = (text, pattern = None, special_tokens = Vec::new()))]
+    fn from_tiktoken(
+        py: Python<'_>,
+        text: &str,
+        pattern: Option<&str>,
+        special_tokens: Vec<(String, u32)>,
+    ) -> PyResult<Self> {
+        let pattern = pattern
+            .unwrap_or(crate::tokenize::tiktoken::CL100K_PATTERN)
+            .to_owned();
+        let text = text.to_owned();
+        Ok(Self::new_from(py.detach(|| {
+            Tokenizer::from_tiktoken(&text, &pattern, &special_tokens)
+        })?))
     }
 
     #[pyo3(signature = (pretty = false))]
@@ -157,7 +179,11 @@ impl PyTokenizer {
                 &opts,
             )
         })?;
-        Ok(PyEncoding { enc, tok })
+        Ok(PyEncoding {
+            enc,
+            tok,
+            ints: Arc::clone(&self.ints),
+        })
     }
 
     #[pyo3(signature = (inputs, is_pretokenized = false, add_special_tokens = true, num_threads = None, offsets = true))]
@@ -199,6 +225,7 @@ impl PyTokenizer {
             .map(|enc| PyEncoding {
                 enc,
                 tok: Arc::clone(&tok),
+                ints: Arc::clone(&self.ints),
             })
             .collect())
     }
@@ -551,6 +578,28 @@ impl From<TokenizeError> for PyErr {
 pub struct PyEncoding {
     enc: Encoding,
     tok: Arc<Tokenizer>,
+    ints: Arc<IntCache>,
+}
+
+/// Python ints for token ids, made once per id and shared: building `Encoding.ids` is then an
+/// incref per token instead of an allocation (the list conversion was most of a short call).
+pub struct IntCache(Box<[std::sync::OnceLock<Py<PyAny>>]>);
+
+impl IntCache {
+    fn new(n: usize) -> Self {
+        Self((0..n).map(|_| std::sync::OnceLock::new()).collect())
+    }
+
+    fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        let items = ids.iter().map(|&id| match self.0.get(id as usize) {
+            Some(cell) => cell
+                .get_or_init(|| id.into_pyobject(py).expect("int").into_any().unbind())
+                .bind(py)
+                .clone(),
+            None => id.into_pyobject(py).expect("int").into_any(),
+        });
+        PyList::new(py, items)
+    }
 }
 
 impl PyEncoding {
@@ -566,8 +615,8 @@ impl PyEncoding {
 #[pymethods]
 impl PyEncoding {
     #[getter]
-    fn ids(&self) -> Vec<u32> {
-        self.enc.ids.clone()
+    fn ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.ints.list(py, &self.enc.ids)
     }
     #[getter]
     fn type_ids(&self) -> Vec<u32> {
@@ -615,6 +664,7 @@ impl PyEncoding {
             .map(|e| PyEncoding {
                 enc: e.clone(),
                 tok: Arc::clone(&self.tok),
+                ints: Arc::clone(&self.ints),
             })
             .collect()
     }

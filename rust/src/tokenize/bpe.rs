@@ -12,6 +12,9 @@ use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Words of at most this many symbols merge by scanning (see `Word::merge_short`).
+const SHORT_WORD: usize = 48;
+
 /// Pieces longer than this are not cached (HF uses the same bound).
 const CACHE_MAX_LEN: usize = 256;
 const CACHE_CAPACITY: usize = 100_000;
@@ -19,6 +22,8 @@ const CACHE_CAPACITY: usize = 100_000;
 static NEXT_MODEL_ID: AtomicU64 = AtomicU64::new(1);
 
 thread_local! {
+    /// Scratch word, reused so that merging allocates nothing in the steady state.
+    static WORD: RefCell<Word> = RefCell::new(Word::default());
     static CACHE: RefCell<(u64, FxHashMap<Box<[u8]>, Box<[(u32, u32)]>>)> = RefCell::new((0, FxHashMap::default()));
 }
 
@@ -45,6 +50,10 @@ pub struct Bpe {
     bytes_vocab: FxHashMap<Box<[u8]>, u32>,
     /// `<0xAB>` tokens for byte_fallback.
     fallback_ids: [Option<u32>; 256],
+    /// Per vocabulary id: does BPE on the token's own bytes give back that one token? (0 not known
+    /// yet, 1 yes, 2 no.) A piece that is a vocabulary token whose answer is yes needs no merging:
+    /// a memo of BPE's own result, so it is exact even where `ignore_merges` is false.
+    reach: std::sync::Arc<[std::sync::atomic::AtomicU8]>,
     model_id: u64,
 }
 
@@ -97,6 +106,10 @@ impl Bpe {
             .filter_map(|(t, &id)| decode_token(t).map(|b| (b.into_boxed_slice(), id)))
             .collect();
         let vocab_r = vocab.iter().map(|(t, &id)| (id, t.clone())).collect();
+        let max_id = vocab.values().copied().max().map_or(0, |m| m as usize + 1);
+        let reach = (0..max_id)
+            .map(|_| std::sync::atomic::AtomicU8::new(0))
+            .collect();
         Ok(Self {
             vocab,
             vocab_r,
@@ -106,6 +119,7 @@ impl Bpe {
             byte_ids,
             bytes_vocab,
             fallback_ids,
+            reach,
             model_id: NEXT_MODEL_ID.fetch_add(1, Ordering::Relaxed),
         })
     }
@@ -142,31 +156,55 @@ impl Bpe {
             }
             return Ok(());
         }
-        if self.opts.ignore_merges {
-            if let Some(&id) = self.bytes_vocab.get(piece) {
-                out.push((id, piece.len() as u32));
-                return Ok(());
-            }
-        }
         if piece.len() == 1 {
             if let Some(id) = self.byte_ids[piece[0] as usize] {
                 out.push((id, 1));
                 return Ok(());
             }
         }
+        if let Some(&id) = self.bytes_vocab.get(piece) {
+            if self.opts.ignore_merges {
+                out.push((id, piece.len() as u32));
+                return Ok(());
+            }
+            let flag = &self.reach[id as usize];
+            match flag.load(Ordering::Relaxed) {
+                1 => {
+                    out.push((id, piece.len() as u32));
+                    return Ok(());
+                }
+                2 => {}
+                _ => {
+                    let start = out.len();
+                    self.merge_bytes(piece, out);
+                    let whole = out.len() == start + 1 && out[start].0 == id;
+                    flag.store(if whole { 1 } else { 2 }, Ordering::Relaxed);
+                    return Ok(());
+                }
+            }
+        }
         self.cached(piece, out, |this, out| {
-            let mut word = Word::default();
+            this.merge_bytes(piece, out);
+            Ok(())
+        })
+    }
+
+    /// BPE on a byte-level piece, uncached.
+    fn merge_bytes(&self, piece: &[u8], out: &mut Vec<(u32, u32)>) {
+        WORD.with(|cell| {
+            let mut word = cell.borrow_mut();
+            word.symbols.clear();
+            word.pending_unk = None;
             for &b in piece {
-                match this.byte_ids[b as usize] {
+                match self.byte_ids[b as usize] {
                     Some(id) => word.add(id, 1),
-                    None => this.unknown(&mut word, &[b], 1),
+                    None => self.unknown(&mut word, &[b], 1),
                 }
             }
             word.flush_unk();
-            word.merge_all(&this.merges);
+            word.merge_all(&self.merges);
             word.emit(out);
-            Ok(())
-        })
+        });
     }
 
     /// Tokenizes a piece char by char (HF's `merge_word`): pushes `(id, byte length)`.
@@ -323,6 +361,16 @@ impl Word {
     }
 
     fn merge_all(&mut self, merges: &FxHashMap<(u32, u32), (u32, u32)>) {
+        match self.symbols.len() {
+            0 | 1 => {}
+            n if n <= SHORT_WORD => self.merge_short(merges),
+            _ => self.merge_heap(merges),
+        }
+    }
+
+    /// HF's algorithm: a heap of candidate pairs, lowest (rank, position) first, stale entries
+    /// skipped. O(n log n), so long pieces ("a" * 1_000_000) stay linear-ish.
+    fn merge_heap(&mut self, merges: &FxHashMap<(u32, u32), (u32, u32)>) {
         let n = self.symbols.len();
         if n < 2 {
             return;
@@ -377,6 +425,66 @@ impl Word {
         }
     }
 
+    /// Short words: scan for the lowest (rank, position) pair instead of keeping a heap. It makes
+    /// the same choice at every step as `merge_all`'s heap (lowest rank, leftmost on ties), so the
+    /// result is identical (`tests::short_and_heap_merges_agree` checks it); it is faster for the
+    /// few symbols of a typical word.
+    fn merge_short(&mut self, merges: &FxHashMap<(u32, u32), (u32, u32)>) {
+        let mut ids = [0u32; SHORT_WORD];
+        let mut lens = [0u32; SHORT_WORD];
+        let mut ranks = [u32::MAX; SHORT_WORD];
+        let mut news = [0u32; SHORT_WORD];
+        let mut n = self.symbols.len();
+        for (i, s) in self.symbols.iter().enumerate() {
+            ids[i] = s.id;
+            lens[i] = s.len;
+        }
+        let pair = |a: u32, b: u32| {
+            merges
+                .get(&(a, b))
+                .map_or((u32::MAX, 0), |&(r, id)| (r, id))
+        };
+        for i in 0..n - 1 {
+            (ranks[i], news[i]) = pair(ids[i], ids[i + 1]);
+        }
+        loop {
+            let mut best = u32::MAX;
+            let mut at = 0;
+            for (i, &r) in ranks[..n - 1].iter().enumerate() {
+                if r < best {
+                    best = r;
+                    at = i;
+                }
+            }
+            if best == u32::MAX {
+                break;
+            }
+            ids[at] = news[at];
+            lens[at] += lens[at + 1];
+            ids.copy_within(at + 2..n, at + 1);
+            lens.copy_within(at + 2..n, at + 1);
+            ranks.copy_within(at + 1..n - 1, at);
+            news.copy_within(at + 1..n - 1, at);
+            n -= 1;
+            if n < 2 {
+                break;
+            }
+            ranks[n - 1] = u32::MAX;
+            if at > 0 {
+                (ranks[at - 1], news[at - 1]) = pair(ids[at - 1], ids[at]);
+            }
+            if at + 1 < n {
+                (ranks[at], news[at]) = pair(ids[at], ids[at + 1]);
+            } else {
+                ranks[at] = u32::MAX;
+            }
+        }
+        self.symbols.clear();
+        for i in 0..n {
+            self.push(ids[i], lens[i]);
+        }
+    }
+
     fn emit(&self, out: &mut Vec<(u32, u32)>) {
         out.extend(
             self.symbols
@@ -414,6 +522,53 @@ mod tests {
         out.clear();
         bpe.tokenize_bytes(b"bca", &mut out).unwrap();
         assert_eq!(out, vec![(4, 2), (0, 1)]);
+    }
+
+    #[test]
+    fn short_and_heap_merges_agree() {
+        // A vocabulary over {a, b, c} where many merges compete, and random words of all sizes.
+        let mut vocab: FxHashMap<String, u32> = FxHashMap::default();
+        let mut merges = Vec::new();
+        for t in ["a", "b", "c"] {
+            vocab.insert(t.into(), vocab.len() as u32);
+        }
+        let mut seed = 7u64;
+        let mut rnd = |m: usize| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (seed >> 33) as usize % m
+        };
+        let keys: Vec<String> = vocab.keys().cloned().collect();
+        let mut all = keys;
+        for _ in 0..60 {
+            let (a, b) = (all[rnd(all.len())].clone(), all[rnd(all.len())].clone());
+            let m = format!("{a}{b}");
+            if m.len() > 12 || vocab.contains_key(&m) {
+                continue;
+            }
+            vocab.insert(m.clone(), vocab.len() as u32);
+            merges.push((a, b));
+            all.push(m);
+        }
+        let bpe = Bpe::new(vocab, &merges, BpeOptions::default()).unwrap();
+        for len in 1..120 {
+            for _ in 0..20 {
+                let word: Vec<u8> = (0..len).map(|_| b"abc"[rnd(3)]).collect();
+                let mut w = Word::default();
+                for &b in &word {
+                    w.add(bpe.byte_ids[b as usize].unwrap(), 1);
+                }
+                let mut heap = Word {
+                    symbols: w.symbols.clone(),
+                    pending_unk: None,
+                };
+                heap.merge_heap(&bpe.merges);
+                w.merge_all(&bpe.merges);
+                let (mut x, mut y) = (vec![], vec![]);
+                heap.emit(&mut x);
+                w.emit(&mut y);
+                assert_eq!(x, y, "word {:?}", String::from_utf8_lossy(&word));
+            }
+        }
     }
 
     #[test]

@@ -35,6 +35,22 @@ impl Encoding {
         self.ids.is_empty()
     }
 
+    /// An empty encoding with room for `n` tokens.
+    #[must_use]
+    pub fn with_capacity(n: usize) -> Self {
+        Self {
+            ids: Vec::with_capacity(n),
+            type_ids: Vec::with_capacity(n),
+            tokens: Vec::with_capacity(n),
+            offsets: Vec::with_capacity(n),
+            words: Vec::with_capacity(n),
+            special_tokens_mask: Vec::with_capacity(n),
+            attention_mask: Vec::with_capacity(n),
+            overflowing: vec![],
+            sequence_ranges: vec![],
+        }
+    }
+
     pub fn push(
         &mut self,
         id: u32,

@@ -1,0 +1,181 @@
+"""Tokenizer benchmarks: cl100k on the multilingual test corpus, side by side in one run.
+
+    .venv/bin/pytest benches/bench_tokenizer.py --benchmark-group-by=group --benchmark-columns=min,median,ops
+    FASTPREP_BENCH_CORPUS_MB=29 ...   # a bigger corpus
+
+Every implementation's ids are compared with HF tokenizers' before it is timed; a peer whose ids
+differ is still timed, and its parity (share of identical documents) is recorded in extra_info.
+MB/s figures are in extra_info["MB/s"] (from the median). Peers that are not installed, or that
+cannot load this tokenizer.json, are skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import tokenizers
+
+import fastprep
+from tests import tokenizer_data as data
+
+MB = 1_000_000
+
+
+@pytest.fixture(scope="module")
+def cl100k_json() -> str:
+    return data.cl100k_tokenizer_json()
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[str]:
+    mb = float(os.environ.get("FASTPREP_BENCH_CORPUS_MB", "5"))
+    return data.corpus_documents(int(mb * MB))
+
+
+@pytest.fixture(scope="module")
+def reference(cl100k_json: str, docs: list[str]) -> list[list[int]]:
+    hf = tokenizers.Tokenizer.from_str(cl100k_json)
+    return [e.ids for e in hf.encode_batch(docs, add_special_tokens=False)]
+
+
+def _peers(js: str) -> dict[str, tuple[Callable[[str], list[int]], Callable[[list[str]], list[list[int]]] | None]]:
+    """name -> (encode one text to ids, encode a batch to ids or None)."""
+    out: dict[str, Any] = {}
+    fp = fastprep.Tokenizer.from_str(js)
+    out["fastprep"] = (
+        lambda t: fp._core.encode(t, None, False, False, False).ids,
+        lambda ts: [e.ids for e in fp._core.encode_batch(ts, False, False, None, False)],
+    )
+    out["fastprep.count_tokens"] = (None, lambda ts: fp.count_tokens(ts))
+    hf = tokenizers.Tokenizer.from_str(js)
+    out["tokenizers"] = (
+        lambda t: hf.encode(t, add_special_tokens=False).ids,
+        lambda ts: [e.ids for e in hf.encode_batch(ts, add_special_tokens=False)],
+    )
+    enc = data.tiktoken_cl100k()
+    out["tiktoken"] = (enc.encode_ordinary, enc.encode_ordinary_batch)
+    return out
+
+
+def _optional_peer(name: str, js: str) -> tuple[Callable[[str], list[int]], Callable | None]:
+    try:
+        if name == "fastokens":
+            import fastokens
+
+            ft = fastokens.Tokenizer.from_tiktoken(
+                str(data.cl100k_file()), pattern=data.CL100K_PATTERN, special_tokens=data.CL100K_SPECIAL_TOKENS
+            )
+            return lambda t: list(ft.encode_ordinary(t).ids), None
+        if name == "kitoken":
+            import kitoken
+
+            kt = kitoken.Kitoken.from_tokenizers(js.encode())
+            return kt.encode, None
+        if name == "tokie":
+            import tempfile
+
+            import tokie
+
+            with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+                f.write(js)
+            tt = tokie.Tokenizer.from_file(f.name)
+            return lambda t: list(tt.encode(t, add_special_tokens=False)), None
+        if name == "bpe-openai":
+            import bpe_openai
+
+            bo = bpe_openai.get_encoding("cl100k_base")
+            return bo.encode, None
+    except Exception as exc:  # a peer that cannot load this vocabulary is reported, not fatal
+        pytest.skip(f"{name} could not load cl100k here: {exc}")
+    pytest.skip(f"unknown peer {name}")
+
+
+def _parity(encode: Callable[[str], list[int]], docs: list[str], ref: list[list[int]]) -> float:
+    same = sum(1 for d, r in zip(docs, ref, strict=True) if list(encode(d)) == r)
+    return same / len(docs)
+
+
+def _record(benchmark: Any, nbytes: int) -> None:
+    if benchmark.stats is not None:
+        med = benchmark.stats.stats.median
+        benchmark.extra_info["MB/s"] = round(nbytes / med / MB, 2)
+
+
+@pytest.mark.parametrize("impl", ["fastprep", "tokenizers", "tiktoken", "fastokens", "kitoken", "tokie", "bpe-openai"])
+def test_single_thread_throughput(benchmark, cl100k_json, docs, reference, impl):
+    peers = _peers(cl100k_json)
+    encode = peers[impl][0] if impl in peers else _optional_peer(impl, cl100k_json)[0]
+    parity = _parity(encode, docs[:200], reference[:200])
+    benchmark.extra_info["parity"] = parity
+    if impl in ("fastprep", "tokenizers"):
+        assert parity == 1.0
+    nbytes = sum(len(d.encode()) for d in docs)
+    benchmark.group = "cl100k single-thread encode loop"
+    benchmark.pedantic(lambda: [encode(d) for d in docs], rounds=1 if benchmark.disabled else 3, iterations=1)
+    _record(benchmark, nbytes)
+
+
+@pytest.mark.parametrize("impl", ["fastprep", "fastprep.count_tokens", "tokenizers", "tiktoken"])
+def test_batch_throughput(benchmark, cl100k_json, docs, reference, impl):
+    batch = _peers(cl100k_json)[impl][1]
+    got = batch(docs[:200])
+    if impl == "fastprep.count_tokens":
+        assert got == [len(r) for r in reference[:200]]
+    else:
+        assert got == reference[:200]
+    nbytes = sum(len(d.encode()) for d in docs)
+    benchmark.group = "cl100k batch encode (all cores)"
+    benchmark.pedantic(lambda: batch(docs), rounds=1 if benchmark.disabled else 3, iterations=1)
+    _record(benchmark, nbytes)
+
+
+@pytest.mark.parametrize("impl", ["fastprep", "tokenizers", "tiktoken", "fastokens"])
+def test_short_call_latency(benchmark, cl100k_json, impl):
+    peers = _peers(cl100k_json)
+    encode = peers[impl][0] if impl in peers else _optional_peer(impl, cl100k_json)[0]
+    text = "The quick brown fox jumps over the lazy dog; it costs $12.50 — ça va? 日本語も少し。 🙂 ok."
+    assert len(text.encode()) >= 100
+    if impl != "fastokens":
+        assert list(encode(text)) == tokenizers.Tokenizer.from_str(cl100k_json).encode(text).ids
+    benchmark.group = "cl100k ~100-byte call"
+    benchmark(encode, text)
+
+
+def test_load_time_and_rss(benchmark, cl100k_json):
+    import psutil
+
+    proc = psutil.Process()
+    before = proc.memory_info().rss
+    tok = benchmark.pedantic(lambda: fastprep.Tokenizer.from_str(cl100k_json), rounds=3, iterations=1)
+    benchmark.group = "cl100k load"
+    benchmark.extra_info["rss_delta_MB"] = round((proc.memory_info().rss - before) / MB, 1)
+    assert tok.get_vocab_size() == 100261
+
+
+@pytest.mark.parametrize("unit", ["a", "🙂", "7", " "])
+def test_pathological_input_is_linear(benchmark, cl100k_json, unit):
+    """10x the input costs about 10x the time (a quadratic BPE would cost 100x)."""
+    fp = fastprep.Tokenizer.from_str(cl100k_json)
+    hf = tokenizers.Tokenizer.from_str(cl100k_json)
+    small, big = unit * 20_000, unit * 200_000
+    assert fp.encode(small).ids == hf.encode(small).ids
+
+    def best(text: str) -> float:
+        times = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            fp._core.encode(text, None, False, False, False)
+            times.append(time.perf_counter() - t0)
+        return min(times)
+
+    benchmark.group = "pathological input"
+    benchmark.pedantic(lambda: fp._core.encode(big, None, False, False, False), rounds=1, iterations=1)
+    if not benchmark.disabled:
+        ratio = statistics.median(best(big) / best(small) for _ in range(3))
+        benchmark.extra_info["10x_input_time_ratio"] = round(ratio, 1)
+        assert ratio < 25, f"10x the input took {ratio:.1f}x the time: not linear"

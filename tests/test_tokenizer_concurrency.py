@@ -1,0 +1,78 @@
+"""One tokenizer shared by many threads whose calls change its settings, and fork after a
+parallel batch: the two known failures of HF tokenizers ("Already borrowed", a child that hangs)."""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import threading
+
+import pytest
+
+from fastprep import Tokenizer
+
+from . import tokenizer_data as data
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return Tokenizer.from_str(data.cl100k_tokenizer_json())
+
+
+def test_threads_changing_settings_never_fail(tok):
+    texts = data.corpus_documents(1_000_000)[:64]
+    expected = [e.ids for e in tok.encode_batch(texts)]
+    errors: list[str] = []
+
+    def worker(k: int) -> None:
+        try:
+            for i in range(40):
+                if k % 2:
+                    tok.enable_truncation(16 + i)
+                    tok.enable_padding(length=64)
+                else:
+                    tok.no_truncation()
+                    tok.no_padding()
+                # per-call settings are never disturbed by the other threads
+                arrays = tok.encode_batch_arrays(texts[:8], max_length=None, padding="longest")
+                assert arrays["input_ids"].shape[0] == 8
+                got = tok.encode_batch(texts[:8])
+                assert len(got) == 8
+                counts = tok.count_tokens(texts[:8], add_special_tokens=False)
+                assert counts == [len(e) for e in expected[:8]]
+        except Exception as exc:  # collected and reported below
+            errors.append(f"{k}: {exc!r}")
+
+    threads = [threading.Thread(target=worker, args=(k,)) for k in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+        assert not t.is_alive(), "a thread hung"
+    tok.no_truncation()
+    tok.no_padding()
+    assert errors == []
+
+
+def _child(q):  # runs in the forked child
+    t = _FORK_TOK[0]
+    texts = ["fork safety"] * 64
+    q.put([len(e.ids) for e in t.encode_batch(texts, num_threads=2)])
+
+
+_FORK_TOK: list[Tokenizer] = []
+
+
+@pytest.mark.timeout(120)
+def test_fork_after_parallel_batch_does_not_hang(tok):
+    tok.encode_batch(["warm the pool"] * 64, num_threads=2)  # the pool's threads now exist
+    _FORK_TOK[:] = [tok]
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_child, args=(q,))
+    p.start()
+    p.join(timeout=60)
+    if p.is_alive():
+        p.kill()
+        pytest.fail("the forked child hung in encode_batch")
+    assert p.exitcode == 0
+    assert q.get(timeout=5) == [len(tok.encode("fork safety").ids)] * 64
