@@ -77,3 +77,6 @@ def test_cli_demo_prints_its_figures():
     assert pool["cycles"] == 3000 and pool["alloc_ns_p50"] > 0
     assert set(report["latency_ns"]) == {"1024", "65536", "1048576", "16777216"}
     assert report["pool_stats_example"]["acquires"] == 1
+    tok = report["tokenizer"]
+    assert tok["identical_to_tokenizers"] == f"{tok['documents']}/{tok['documents']}"
+    assert tok["fastprep_MBps"]["encode"] > 0 and tok["speedup"]["encode"] > 0

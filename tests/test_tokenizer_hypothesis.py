@@ -83,3 +83,25 @@ def test_hyp_pairs_with_settings(pair, a, b, max_length, stride, strategy, direc
         for tok in (hf, fp):
             tok.no_truncation()
             tok.no_padding()
+
+
+@settings(max_examples=200)
+@given(
+    texts=st.lists(TEXT, min_size=1, max_size=4),
+    max_length=st.one_of(st.none(), st.integers(0, 20)),
+    add_special=st.booleans(),
+)
+def test_hyp_arrays_match_hf(pair, texts, max_length, add_special):
+    """The lean ids-only path (count_tokens, encode_batch_arrays) against HF's full encode."""
+    hf, fp = pair
+    if max_length is not None:
+        hf.enable_truncation(max_length)
+    try:
+        ref = [e.ids for e in hf.encode_batch(texts, add_special_tokens=add_special)]
+    finally:
+        hf.no_truncation()
+    out = fp.encode_batch_arrays(texts, max_length=max_length, add_special_tokens=add_special)
+    got = [list(row[: int(m.sum())]) for row, m in zip(out["input_ids"], out["attention_mask"], strict=True)]
+    assert got == ref
+    if max_length is None:
+        assert fp.count_tokens(texts, add_special_tokens=add_special) == [len(r) for r in ref]

@@ -105,6 +105,18 @@ class Tokenizer:
         return_offsets: bool = False,
         num_threads: int | None = None,
     ) -> tuple[bytes, bytes, bytes | None]: ...
+    def encode_batch_padded(
+        self,
+        texts: list[str],
+        add_special_tokens: bool,
+        max_length: int | None,
+        fixed: bool,
+        pad_to_multiple_of: int | None,
+        pad_id: int,
+        left: bool,
+        return_offsets: bool,
+        num_threads: int | None,
+    ) -> tuple[bytearray, bytearray, bytearray | None, int, int]: ...
     def decode(self, ids: list[int], skip_special_tokens: bool = True) -> str: ...
     def decode_batch(self, sequences: list[list[int]], skip_special_tokens: bool = True) -> list[str]: ...
     def token_to_id(self, token: str) -> int | None: ...

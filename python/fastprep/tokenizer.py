@@ -168,7 +168,7 @@ class Tokenizer:
         """
         import numpy as np
 
-        from ._batch import bucketize, pad_flat
+        from ._batch import bucketize
 
         if isinstance(texts, str):
             raise TypeError("encode_batch_arrays() takes a list of str; for one text call encode()")
@@ -176,19 +176,37 @@ class Tokenizer:
             raise ValueError('padding="max_length" needs max_length')
         if padding not in ("longest", "max_length", "bucket"):
             raise ValueError(f"padding must be 'longest', 'max_length' or 'bucket', got {padding!r}")
-        ids_b, lens_b, offs_b = self._core.encode_batch_flat(
-            list(texts), add_special_tokens, max_length, return_offsets, num_threads
-        )
-        ids = np.frombuffer(ids_b, dtype="<u4")
-        lens = np.frombuffer(lens_b, dtype="<u8").astype(np.int64)
-        offs = np.frombuffer(offs_b, dtype="<u4").reshape(-1, 2) if offs_b is not None else None
         pad = self._core.padding
         pad_id = pad["pad_id"] if pad else 0
         left = bool(pad and pad["direction"] == "left")
+        texts = list(texts)
         if padding == "bucket":
+            ids_b, lens_b, offs_b = self._core.encode_batch_flat(
+                texts, add_special_tokens, max_length, return_offsets, num_threads
+            )
+            ids = np.frombuffer(ids_b, dtype="<u4")
+            lens = np.frombuffer(lens_b, dtype="<u8").astype(np.int64)
+            offs = np.frombuffer(offs_b, dtype="<u4").reshape(-1, 2) if offs_b is not None else None
             return bucketize(ids, lens, offs, pad_id, left, pad_to_multiple_of, bucket_size)
-        width = int(lens.max(initial=0)) if padding == "longest" else int(max_length or 0)
-        return pad_flat(ids, lens, offs, width, pad_id, left, pad_to_multiple_of)
+        ids_ba, mask_ba, offs_ba, rows, width = self._core.encode_batch_padded(
+            texts,
+            add_special_tokens,
+            max_length,
+            padding == "max_length",
+            pad_to_multiple_of,
+            pad_id,
+            left,
+            return_offsets,
+            num_threads,
+        )
+        # Zero-copy, writable views of the bytearrays Rust filled.
+        out: dict[str, Any] = {
+            "input_ids": np.frombuffer(ids_ba, dtype="<i8").reshape(rows, width),
+            "attention_mask": np.frombuffer(mask_ba, dtype="<i8").reshape(rows, width),
+        }
+        if offs_ba is not None:
+            out["offsets"] = np.frombuffer(offs_ba, dtype="<i8").reshape(rows, width, 2)
+        return out
 
     def count_tokens(self, texts: Sequence[str], *, add_special_tokens: bool = False) -> list[int]:
         """Number of tokens of each text (ids only, no offsets), in parallel."""

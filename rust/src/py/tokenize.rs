@@ -9,7 +9,7 @@ use crate::tokenize::{
 use crate::TokenizeError;
 use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString, PyTuple};
 use std::sync::{Arc, RwLock};
 
 /// Batches smaller than this run on the calling thread: the pool's hand-off costs more.
@@ -255,39 +255,29 @@ impl PyTokenizer {
                 .as_ref()
                 .map_or(Direction::Right, |t| t.direction),
         });
-        let opts = EncodeOptions {
-            add_special_tokens,
-            offsets: if return_offsets {
-                Offsets::Char
-            } else {
-                Offsets::None
-            },
-            truncation: trunc.as_ref(),
-            padding: None,
-        };
         let n = threads::resolve(num_threads);
-        let encs = py.detach(|| {
-            let inputs: Vec<_> = texts.iter().map(|t| (Input::Text(t), None)).collect();
-            if n > 1 && inputs.len() >= MIN_PARALLEL {
-                threads::run(n, || tok.encode_batch(&inputs, &opts, true))
-            } else {
-                tok.encode_batch(&inputs, &opts, false)
-            }
+        let rows = py.detach(|| {
+            ids_batch(
+                &tok,
+                &texts,
+                add_special_tokens,
+                trunc.as_ref(),
+                return_offsets,
+                n,
+            )
         })?;
-        let total: usize = encs.iter().map(Encoding::len).sum();
+        let total: usize = rows.iter().map(|r| r.0.len()).sum();
         let mut ids = Vec::with_capacity(total * 4);
-        let mut lens = Vec::with_capacity(encs.len() * 8);
+        let mut lens = Vec::with_capacity(rows.len() * 8);
         let mut offs = Vec::with_capacity(if return_offsets { total * 8 } else { 0 });
-        for e in &encs {
-            lens.extend_from_slice(&(e.len() as u64).to_le_bytes());
-            for &id in &e.ids {
+        for (row_ids, row_offs) in &rows {
+            lens.extend_from_slice(&(row_ids.len() as u64).to_le_bytes());
+            for &id in row_ids {
                 ids.extend_from_slice(&id.to_le_bytes());
             }
-            if return_offsets {
-                for &(a, b) in &e.offsets {
-                    offs.extend_from_slice(&a.to_le_bytes());
-                    offs.extend_from_slice(&b.to_le_bytes());
-                }
+            for &(a, b) in row_offs {
+                offs.extend_from_slice(&a.to_le_bytes());
+                offs.extend_from_slice(&b.to_le_bytes());
             }
         }
         Ok((
@@ -295,6 +285,104 @@ impl PyTokenizer {
             PyBytes::new(py, &lens),
             return_offsets.then(|| PyBytes::new(py, &offs)),
         ))
+    }
+
+    /// A padded batch written straight into bytearrays: `(input_ids, attention_mask, offsets or
+    /// None, rows, width)`, each little-endian int64, row-major (offsets: (rows, width, 2)).
+    /// `width` is `max_length` when given with `fixed`, else the longest row; either is rounded
+    /// up to `pad_to_multiple_of`.
+    #[pyo3(signature = (texts, add_special_tokens, max_length, fixed, pad_to_multiple_of, pad_id, left, return_offsets, num_threads))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity, clippy::fn_params_excessive_bools)]
+    fn encode_batch_padded<'py>(
+        &self,
+        py: Python<'py>,
+        texts: Vec<String>,
+        add_special_tokens: bool,
+        max_length: Option<usize>,
+        fixed: bool,
+        pad_to_multiple_of: Option<usize>,
+        pad_id: i64,
+        left: bool,
+        return_offsets: bool,
+        num_threads: Option<usize>,
+    ) -> PyResult<(
+        Bound<'py, PyByteArray>,
+        Bound<'py, PyByteArray>,
+        Option<Bound<'py, PyByteArray>>,
+        usize,
+        usize,
+    )> {
+        let (tok, _, truncation) = self.snapshot();
+        let trunc = max_length.map(|m| Truncation {
+            max_length: m,
+            stride: 0,
+            strategy: TruncationStrategy::LongestFirst,
+            direction: truncation
+                .as_ref()
+                .map_or(Direction::Right, |t| t.direction),
+        });
+        let n = threads::resolve(num_threads);
+        let encs = py.detach(|| {
+            ids_batch(
+                &tok,
+                &texts,
+                add_special_tokens,
+                trunc.as_ref(),
+                return_offsets,
+                n,
+            )
+        })?;
+        let longest = encs.iter().map(|e| e.0.len()).max().unwrap_or(0);
+        let mut width = if fixed {
+            max_length.unwrap_or(longest).max(longest)
+        } else {
+            longest
+        };
+        if let Some(m) = pad_to_multiple_of.filter(|&m| m > 0) {
+            width = width.div_ceil(m) * m;
+        }
+        let rows = encs.len();
+        let row_start = |e: &(Vec<u32>, Vec<(u32, u32)>)| if left { width - e.0.len() } else { 0 };
+        let ids = PyByteArray::new_with(py, rows * width * 8, |buf| {
+            for (r, e) in encs.iter().enumerate() {
+                let row = &mut buf[r * width * 8..(r + 1) * width * 8];
+                for chunk in row.chunks_exact_mut(8) {
+                    chunk.copy_from_slice(&pad_id.to_le_bytes());
+                }
+                let s = row_start(e);
+                for (i, &id) in e.0.iter().enumerate() {
+                    row[(s + i) * 8..(s + i + 1) * 8].copy_from_slice(&i64::from(id).to_le_bytes());
+                }
+            }
+            Ok(())
+        })?;
+        let mask = PyByteArray::new_with(py, rows * width * 8, |buf| {
+            buf.fill(0);
+            for (r, e) in encs.iter().enumerate() {
+                let s = row_start(e);
+                for i in 0..e.0.len() {
+                    buf[(r * width + s + i) * 8] = 1;
+                }
+            }
+            Ok(())
+        })?;
+        let offsets = if return_offsets {
+            Some(PyByteArray::new_with(py, rows * width * 16, |buf| {
+                buf.fill(0);
+                for (r, e) in encs.iter().enumerate() {
+                    let s = row_start(e);
+                    for (i, &(a, b)) in e.1.iter().enumerate() {
+                        let at = (r * width + s + i) * 16;
+                        buf[at..at + 8].copy_from_slice(&i64::from(a).to_le_bytes());
+                        buf[at + 8..at + 16].copy_from_slice(&i64::from(b).to_le_bytes());
+                    }
+                }
+                Ok(())
+            })?)
+        } else {
+            None
+        };
+        Ok((ids, mask, offsets, rows, width))
     }
 
     #[pyo3(signature = (ids, skip_special_tokens = true))]
@@ -513,6 +601,43 @@ impl PyTokenizer {
         )?;
         d.set_item("direction", dir_name(t.direction))?;
         Ok(Some(d))
+    }
+}
+
+/// Ids (and, when `offsets`, char offsets) of each text, for the array outputs. Without offsets
+/// the lean `encode_ids` path runs: no `Encoding` is built.
+fn ids_batch(
+    tok: &Tokenizer,
+    texts: &[String],
+    add_special_tokens: bool,
+    truncation: Option<&Truncation>,
+    offsets: bool,
+    threads_n: usize,
+) -> Result<Vec<(Vec<u32>, Vec<(u32, u32)>)>, TokenizeError> {
+    use rayon::prelude::*;
+    let one = |t: &String| -> Result<(Vec<u32>, Vec<(u32, u32)>), TokenizeError> {
+        if !offsets {
+            if let Some(ids) = tok.encode_ids(t, add_special_tokens, truncation)? {
+                return Ok((ids, Vec::new()));
+            }
+        }
+        let opts = EncodeOptions {
+            add_special_tokens,
+            offsets: if offsets {
+                Offsets::Char
+            } else {
+                Offsets::None
+            },
+            truncation,
+            padding: None,
+        };
+        let e = tok.encode(&Input::Text(t), None, &opts)?;
+        Ok((e.ids, e.offsets))
+    };
+    if threads_n > 1 && texts.len() >= MIN_PARALLEL {
+        threads::run(threads_n, || texts.par_iter().map(one).collect())
+    } else {
+        texts.iter().map(one).collect()
     }
 }
 

@@ -21,10 +21,26 @@ const CACHE_CAPACITY: usize = 100_000;
 
 static NEXT_MODEL_ID: AtomicU64 = AtomicU64::new(1);
 
+/// Per-thread working memory of the model: the result cache (like HF's per-thread cache) and a
+/// scratch word. Fetched once per encode call (`with_scratch`): a thread-local in a Python
+/// extension costs a `__tls_get_addr` call per access, too much to pay per piece.
+#[derive(Default)]
+pub struct Scratch {
+    model: u64,
+    cache: FxHashMap<Box<[u8]>, Box<[(u32, u32)]>>,
+    word: Word,
+}
+
 thread_local! {
-    /// Scratch word, reused so that merging allocates nothing in the steady state.
-    static WORD: RefCell<Word> = RefCell::new(Word::default());
-    static CACHE: RefCell<(u64, FxHashMap<Box<[u8]>, Box<[(u32, u32)]>>)> = RefCell::new((0, FxHashMap::default()));
+    static SCRATCH: RefCell<Scratch> = RefCell::new(Scratch::default());
+}
+
+/// Runs `f` with this thread's scratch (a fresh one if it is already in use, e.g. re-entrantly).
+pub fn with_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut s) => f(&mut s),
+        Err(_) => f(&mut Scratch::default()),
+    })
 }
 
 #[derive(Debug, Clone, Default)]
@@ -134,6 +150,7 @@ impl Bpe {
         &self,
         piece: &[u8],
         out: &mut Vec<(u32, u32)>,
+        scratch: &mut Scratch,
     ) -> Result<(), TokenizeError> {
         if piece.is_empty() {
             return Ok(());
@@ -142,7 +159,7 @@ impl Bpe {
             // Rare: decorated byte-level vocabularies go through the generic char path.
             let s: String = piece.iter().map(|&b| BYTE_CHAR[b as usize]).collect();
             let mut tmp = Vec::new();
-            self.tokenize_chars(&s, &mut tmp)?;
+            self.tokenize_chars(&s, &mut tmp, scratch)?;
             // Each byte-level char stands for one byte.
             let mut chars = s.chars();
             for (id, len) in tmp {
@@ -176,35 +193,32 @@ impl Bpe {
                 2 => {}
                 _ => {
                     let start = out.len();
-                    self.merge_bytes(piece, out);
+                    self.merge_bytes(piece, out, &mut scratch.word);
                     let whole = out.len() == start + 1 && out[start].0 == id;
                     flag.store(if whole { 1 } else { 2 }, Ordering::Relaxed);
                     return Ok(());
                 }
             }
         }
-        self.cached(piece, out, |this, out| {
-            this.merge_bytes(piece, out);
+        self.cached(piece, out, scratch, |this, out, word| {
+            this.merge_bytes(piece, out, word);
             Ok(())
         })
     }
 
     /// BPE on a byte-level piece, uncached.
-    fn merge_bytes(&self, piece: &[u8], out: &mut Vec<(u32, u32)>) {
-        WORD.with(|cell| {
-            let mut word = cell.borrow_mut();
-            word.symbols.clear();
-            word.pending_unk = None;
-            for &b in piece {
-                match self.byte_ids[b as usize] {
-                    Some(id) => word.add(id, 1),
-                    None => self.unknown(&mut word, &[b], 1),
-                }
+    fn merge_bytes(&self, piece: &[u8], out: &mut Vec<(u32, u32)>, word: &mut Word) {
+        word.symbols.clear();
+        word.pending_unk = None;
+        for &b in piece {
+            match self.byte_ids[b as usize] {
+                Some(id) => word.add(id, 1),
+                None => self.unknown(word, &[b], 1),
             }
-            word.flush_unk();
-            word.merge_all(&self.merges);
-            word.emit(out);
-        });
+        }
+        word.flush_unk();
+        word.merge_all(&self.merges);
+        word.emit(out);
     }
 
     /// Tokenizes a piece char by char (HF's `merge_word`): pushes `(id, byte length)`.
@@ -212,6 +226,7 @@ impl Bpe {
         &self,
         piece: &str,
         out: &mut Vec<(u32, u32)>,
+        scratch: &mut Scratch,
     ) -> Result<(), TokenizeError> {
         if piece.is_empty() {
             return Ok(());
@@ -222,8 +237,9 @@ impl Bpe {
                 return Ok(());
             }
         }
-        self.cached(piece.as_bytes(), out, |this, out| {
-            let mut word = Word::default();
+        self.cached(piece.as_bytes(), out, scratch, |this, out, word| {
+            word.symbols.clear();
+            word.pending_unk = None;
             let mut buf = String::new();
             let n = piece.chars().count();
             for (i, c) in piece.chars().enumerate() {
@@ -242,7 +258,7 @@ impl Bpe {
                 let len = c.len_utf8() as u32;
                 match this.vocab.get(buf.as_str()) {
                     Some(&id) => word.add(id, len),
-                    None => this.unknown(&mut word, buf.as_bytes(), len),
+                    None => this.unknown(word, buf.as_bytes(), len),
                 }
             }
             word.flush_unk();
@@ -277,29 +293,27 @@ impl Bpe {
         &self,
         key: &[u8],
         out: &mut Vec<(u32, u32)>,
-        compute: impl FnOnce(&Self, &mut Vec<(u32, u32)>) -> Result<(), TokenizeError>,
+        scratch: &mut Scratch,
+        compute: impl FnOnce(&Self, &mut Vec<(u32, u32)>, &mut Word) -> Result<(), TokenizeError>,
     ) -> Result<(), TokenizeError> {
         if key.len() > CACHE_MAX_LEN {
-            return compute(self, out);
+            return compute(self, out, &mut scratch.word);
         }
-        CACHE.with(|cell| {
-            let mut cache = cell.borrow_mut();
-            if cache.0 != self.model_id {
-                cache.0 = self.model_id;
-                cache.1.clear();
-            }
-            if let Some(hit) = cache.1.get(key) {
-                out.extend_from_slice(hit);
-                return Ok(());
-            }
-            let start = out.len();
-            compute(self, out)?;
-            if cache.1.len() >= CACHE_CAPACITY {
-                cache.1.clear();
-            }
-            cache.1.insert(key.into(), out[start..].into());
-            Ok(())
-        })
+        if scratch.model != self.model_id {
+            scratch.model = self.model_id;
+            scratch.cache.clear();
+        }
+        if let Some(hit) = scratch.cache.get(key) {
+            out.extend_from_slice(hit);
+            return Ok(());
+        }
+        let start = out.len();
+        compute(self, out, &mut scratch.word)?;
+        if scratch.cache.len() >= CACHE_CAPACITY {
+            scratch.cache.clear();
+        }
+        scratch.cache.insert(key.into(), out[start..].into());
+        Ok(())
     }
 
     #[must_use]
@@ -517,10 +531,12 @@ mod tests {
     fn merges_by_rank() {
         let bpe = toy();
         let mut out = vec![];
-        bpe.tokenize_bytes(b"abcab", &mut out).unwrap();
+        bpe.tokenize_bytes(b"abcab", &mut out, &mut Scratch::default())
+            .unwrap();
         assert_eq!(out, vec![(5, 3), (3, 2)]);
         out.clear();
-        bpe.tokenize_bytes(b"bca", &mut out).unwrap();
+        bpe.tokenize_bytes(b"bca", &mut out, &mut Scratch::default())
+            .unwrap();
         assert_eq!(out, vec![(4, 2), (0, 1)]);
     }
 
@@ -577,7 +593,8 @@ mod tests {
         // byte lengths (hence offsets) skip it.
         let bpe = toy();
         let mut out = vec![];
-        bpe.tokenize_bytes(b"azb", &mut out).unwrap();
+        bpe.tokenize_bytes(b"azb", &mut out, &mut Scratch::default())
+            .unwrap();
         assert_eq!(out, vec![(3, 2)]);
     }
 }

@@ -276,15 +276,9 @@ impl Tokenizer {
         }
     }
 
-    fn encode_text(
-        &self,
-        text: &str,
-        word: Option<u32>,
-        type_id: u32,
-        offsets: Offsets,
-    ) -> Result<Encoding, TokenizeError> {
-        let mut sources = Sources::new(text);
-        // (added token id or None, piece), in order; empty pieces are dropped as HF drops them.
+    /// Added tokens cut out (raw ones, then normalized ones after normalization): the input as
+    /// (added token id or None, piece) in order, empty pieces dropped as HF drops them.
+    fn splits(&self, text: &str, sources: &mut Sources<'_>) -> Vec<(Option<u32>, Piece)> {
         let mut splits: Vec<(Option<u32>, Piece)> = Vec::new();
         for (id, (s, e)) in self.added.find(text, false) {
             if s == e {
@@ -307,8 +301,7 @@ impl Tokenizer {
                 None => raw,
             };
             if self.added.has_normalized() {
-                let sub = self.added.find(sources.text(piece), true);
-                for (id, (a, b)) in sub {
+                for (id, (a, b)) in self.added.find(sources.text(piece), true) {
                     if a < b {
                         splits.push((
                             id,
@@ -324,6 +317,149 @@ impl Tokenizer {
                 splits.push((None, piece));
             }
         }
+        splits
+    }
+
+    /// The model's tokens of one piece, as (id, byte length) into `tokens`.
+    #[inline]
+    fn model_tokens(
+        &self,
+        sources: &Sources<'_>,
+        p: Piece,
+        tokens: &mut Vec<(u32, u32)>,
+        scratch: &mut bpe::Scratch,
+    ) -> Result<(), TokenizeError> {
+        let t = sources.text(p);
+        if self.byte_level {
+            self.model.tokenize_bytes(t.as_bytes(), tokens, scratch)
+        } else {
+            self.model.tokenize_chars(t, tokens, scratch)
+        }
+    }
+
+    /// Ids alone of one text, post-processed and truncated like `encode` does it, without
+    /// building an `Encoding` (no offsets, words or token strings: a fraction of the memory).
+    /// `None` when the post-processor is one this lean path does not know (callers then use
+    /// `encode`).
+    pub fn encode_ids(
+        &self,
+        text: &str,
+        add_special_tokens: bool,
+        truncation: Option<&Truncation>,
+    ) -> Result<Option<Vec<u32>>, TokenizeError> {
+        let Some((head, tail)) = self.single_specials(add_special_tokens) else {
+            return Ok(None);
+        };
+        let mut sources = Sources::new(text);
+        let splits = self.splits(text, &mut sources);
+        let mut ids = Vec::with_capacity(text.len() / 4 + 4);
+        ids.extend_from_slice(&head);
+        let mut tokens: Vec<(u32, u32)> = Vec::with_capacity(16);
+        let mut pieces: Vec<Piece> = Vec::with_capacity(16);
+        bpe::with_scratch(|scratch| -> Result<(), TokenizeError> {
+            for (id, piece) in splits {
+                if let Some(id) = id {
+                    ids.push(id);
+                    continue;
+                }
+                pieces.clear();
+                pieces.push(piece);
+                if let Some(pt) = &self.pre_tokenizer {
+                    pt.run(&mut sources, &mut pieces);
+                }
+                for p in &pieces {
+                    tokens.clear();
+                    self.model_tokens(&sources, *p, &mut tokens, scratch)?;
+                    ids.extend(tokens.iter().map(|t| t.0));
+                }
+            }
+            Ok(())
+        })?;
+        let body = head.len()..ids.len();
+        if let Some(t) = truncation {
+            let n_added = head.len() + tail.len();
+            let keep = t.max_length.wrapping_sub(n_added);
+            if body.len() > keep {
+                if keep > 0 && t.stride >= keep {
+                    return Err(TokenizeError::Encode(format!(
+                        "truncation stride ({}) must be smaller than the length a sequence is cut to ({keep})",
+                        t.stride
+                    )));
+                }
+                match t.direction {
+                    Direction::Right => ids.truncate(head.len() + keep),
+                    Direction::Left => {
+                        ids.drain(head.len()..body.end - keep);
+                    }
+                }
+            }
+        }
+        ids.extend_from_slice(&tail);
+        Ok(Some(ids))
+    }
+
+    /// The special ids the post-processor puts before and after a single sequence, if it is one
+    /// that only adds ids (no offset trimming matters for ids).
+    fn single_specials(&self, add_special_tokens: bool) -> Option<(Vec<u32>, Vec<u32>)> {
+        fn walk(p: &PostProcessor, add: bool, head: &mut Vec<u32>, tail: &mut Vec<u32>) -> bool {
+            match p {
+                PostProcessor::ByteLevel { .. } => true,
+                PostProcessor::Template {
+                    single, special, ..
+                } => {
+                    if !add {
+                        return true;
+                    }
+                    let mut seen_seq = false;
+                    for piece in single {
+                        match piece {
+                            postprocess::TemplatePiece::Sequence { .. } => seen_seq = true,
+                            postprocess::TemplatePiece::Special { id, .. } => {
+                                let ids = &special[id].ids;
+                                if seen_seq {
+                                    tail.extend(ids);
+                                } else {
+                                    head.extend(ids);
+                                }
+                            }
+                        }
+                    }
+                    true
+                }
+                PostProcessor::Bert { sep, cls } | PostProcessor::Roberta { sep, cls, .. } => {
+                    if add {
+                        head.push(cls.1);
+                        tail.push(sep.1);
+                    }
+                    true
+                }
+                PostProcessor::Sequence(items) => {
+                    // Only ids-neutral processors may precede one that adds specials.
+                    items.iter().all(|i| walk(i, add, head, tail))
+                        && items
+                            .iter()
+                            .filter(|i| !matches!(i, PostProcessor::ByteLevel { .. }))
+                            .count()
+                            <= 1
+                }
+            }
+        }
+        let (mut head, mut tail) = (Vec::new(), Vec::new());
+        match &self.post_processor {
+            None => Some((head, tail)),
+            Some(p) => walk(p, add_special_tokens, &mut head, &mut tail).then_some((head, tail)),
+        }
+    }
+
+    fn encode_text(
+        &self,
+        text: &str,
+        word: Option<u32>,
+        type_id: u32,
+        offsets: Offsets,
+    ) -> Result<Encoding, TokenizeError> {
+        let mut sources = Sources::new(text);
+        let splits = self.splits(text, &mut sources);
 
         // Byte-level BPE averages 3-4 bytes a token on text; a quarter of the length avoids most
         // regrowth of the seven vectors.
@@ -332,47 +468,48 @@ impl Tokenizer {
         let mut pieces: Vec<Piece> = Vec::with_capacity(text.len() / 4 + 1);
         let mut word_idx = 0u32;
         let conv = CharOffsets::new(text, offsets);
-        for (id, piece) in splits {
-            if let Some(id) = id {
-                let o =
-                    conv.convert(sources.original(piece, 0, (piece.end - piece.start) as usize));
-                let value = sources.text(piece);
-                enc.push(
-                    id,
-                    Some(value.into()),
-                    o,
-                    Some(word.unwrap_or(word_idx)),
-                    type_id,
-                );
-                word_idx += 1;
-                continue;
-            }
-            pieces.clear();
-            pieces.push(piece);
-            if let Some(pt) = &self.pre_tokenizer {
-                pt.run(&mut sources, &mut pieces);
-            }
-            for p in &pieces {
-                tokens.clear();
-                let t = sources.text(*p);
-                if self.byte_level {
-                    self.model.tokenize_bytes(t.as_bytes(), &mut tokens)?;
-                } else {
-                    self.model.tokenize_chars(t, &mut tokens)?;
+        bpe::with_scratch(|scratch| -> Result<(), TokenizeError> {
+            for (id, piece) in splits {
+                if let Some(id) = id {
+                    let o = conv.convert(sources.original(
+                        piece,
+                        0,
+                        (piece.end - piece.start) as usize,
+                    ));
+                    let value = sources.text(piece);
+                    enc.push(
+                        id,
+                        Some(value.into()),
+                        o,
+                        Some(word.unwrap_or(word_idx)),
+                        type_id,
+                    );
+                    word_idx += 1;
+                    continue;
                 }
-                let mut at = 0usize;
-                for &(tid, len) in &tokens {
-                    let o = if offsets == Offsets::None {
-                        (0, 0)
-                    } else {
-                        conv.convert(sources.original(*p, at, at + len as usize))
-                    };
-                    at += len as usize;
-                    enc.push(tid, None, o, Some(word.unwrap_or(word_idx)), type_id);
+                pieces.clear();
+                pieces.push(piece);
+                if let Some(pt) = &self.pre_tokenizer {
+                    pt.run(&mut sources, &mut pieces);
                 }
-                word_idx += 1;
+                for p in &pieces {
+                    tokens.clear();
+                    self.model_tokens(&sources, *p, &mut tokens, scratch)?;
+                    let mut at = 0usize;
+                    for &(tid, len) in &tokens {
+                        let o = if offsets == Offsets::None {
+                            (0, 0)
+                        } else {
+                            conv.convert(sources.original(*p, at, at + len as usize))
+                        };
+                        at += len as usize;
+                        enc.push(tid, None, o, Some(word.unwrap_or(word_idx)), type_id);
+                    }
+                    word_idx += 1;
+                }
             }
-        }
+            Ok(())
+        })?;
         Ok(enc)
     }
 
