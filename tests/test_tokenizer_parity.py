@@ -198,3 +198,63 @@ def test_cl100k_matches_tiktoken(corpus):
     ours = fp.encode_batch(docs, add_special_tokens=False)
     mismatched = [i for i, (d, e) in enumerate(zip(docs, ours, strict=True)) if enc.encode_ordinary(d) != e.ids]
     assert not mismatched, f"{len(mismatched)}/{len(docs)} documents differ from tiktoken, e.g. {mismatched[:5]}"
+
+
+def test_decode_stream_matches_hf(pair, corpus):
+    from tokenizers.decoders import DecodeStream as HFStream
+
+    kind, hf, fp = pair
+    for skip in (False, True):
+        for doc in [*corpus[:20:3], *data.short_texts()[::10]]:
+            ids = hf.encode(doc).ids
+            theirs, ours = HFStream(skip_special_tokens=skip), fastprep.DecodeStream(skip_special_tokens=skip)
+            got = [ours.step(fp, i) for i in ids]
+            want = [theirs.step(hf, i) for i in ids]
+            assert got == want, (kind, doc[:40])
+
+
+def _with_processor(name: str) -> str:
+    from tokenizers import processors
+
+    hf = tokenizers.Tokenizer.from_str(data.trained_bytelevel_bpe(add_prefix_space=True))
+    hf.add_special_tokens(["<s>", "</s>", "[CLS]", "[SEP]"])
+    s, e, c, p = (hf.token_to_id(t) for t in ("<s>", "</s>", "[CLS]", "[SEP]"))
+    hf.post_processor = {
+        "roberta": lambda: processors.RobertaProcessing(
+            ("</s>", e), ("<s>", s), trim_offsets=True, add_prefix_space=True
+        ),
+        "roberta_untrimmed": lambda: processors.RobertaProcessing(("</s>", e), ("<s>", s), trim_offsets=False),
+        "bert": lambda: processors.BertProcessing(("[SEP]", p), ("[CLS]", c)),
+        "sequence": lambda: processors.Sequence(
+            [
+                processors.ByteLevel(trim_offsets=True),
+                processors.TemplateProcessing(
+                    single="[CLS] $A [SEP]",
+                    pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+                    special_tokens=[("[CLS]", c), ("[SEP]", p)],
+                ),
+            ]
+        ),
+    }[name]()
+    return hf.to_str()
+
+
+@pytest.mark.parametrize("processor", ["roberta", "roberta_untrimmed", "bert", "sequence"])
+def test_post_processors(processor):
+    js = _with_processor(processor)
+    hf, fp = tokenizers.Tokenizer.from_str(js), fastprep.Tokenizer.from_str(js)
+    texts = [t[:120] for t in data.short_texts()[::5]]
+    for truncation in (None, 12):
+        for tok in (hf, fp):
+            if truncation:
+                tok.enable_truncation(truncation, stride=2)
+            else:
+                tok.no_truncation()
+        for a, b in zip(texts, texts[1:], strict=False):
+            for add in (True, False):
+                assert diff(hf.encode(a, add_special_tokens=add), fp.encode(a, add_special_tokens=add)) is None, a
+                assert diff(hf.encode(a, b, add_special_tokens=add), fp.encode(a, b, add_special_tokens=add)) is None
+        out = fp.encode_batch_arrays(texts, max_length=truncation)
+        want = [e.ids for e in hf.encode_batch(texts)]
+        got = [list(r[: int(m.sum())]) for r, m in zip(out["input_ids"], out["attention_mask"], strict=True)]
+        assert got == want

@@ -5,7 +5,7 @@ The public API is what ``__all__`` lists; ``fastprep._core`` is private.
 
 from __future__ import annotations
 
-from . import errors
+from . import decoders, errors
 from ._core import __version__, build_profile
 from ._info import build_info
 from .errors import (
@@ -18,12 +18,14 @@ from .errors import (
 )
 from .kernels import kernel_names, kernel_source
 from .pool import Block, BlockPool, PoolStats
+from .decoders import DecodeStream
 from .tokenizer import AddedToken, Encoding, Tokenizer
 
 __all__ = [
     "AddedToken",
     "Block",
     "BlockPool",
+    "DecodeStream",
     "DeviceUnavailableError",
     "Encoding",
     "FastprepError",
@@ -36,6 +38,7 @@ __all__ = [
     "__version__",
     "build_info",
     "build_profile",
+    "decoders",
     "errors",
     "kernel_names",
     "kernel_source",
