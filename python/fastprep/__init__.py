@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import decoders, errors
 from ._core import __version__, build_profile
 from ._info import build_info
+from .decoders import DecodeStream
 from .errors import (
     DeviceUnavailableError,
     FastprepError,
@@ -18,7 +19,6 @@ from .errors import (
 )
 from .kernels import kernel_names, kernel_source
 from .pool import Block, BlockPool, PoolStats
-from .decoders import DecodeStream
 from .tokenizer import AddedToken, Encoding, Tokenizer
 
 __all__ = [

@@ -33,7 +33,7 @@ class DecodeStream:
         self._prefix = ""
         self._prefix_index = 0
 
-    def step(self, tokenizer: Tokenizer, id: int | Sequence[int]) -> str | None:  # noqa: A002 (HF's name)
+    def step(self, tokenizer: Tokenizer, id: int | Sequence[int]) -> str | None:
         """Add the next id (or ids); return the newly final text, or None while a character is
         still incomplete."""
         new = [id] if isinstance(id, int) else list(id)

@@ -292,7 +292,11 @@ impl PyTokenizer {
     /// `width` is `max_length` when given with `fixed`, else the longest row; either is rounded
     /// up to `pad_to_multiple_of`.
     #[pyo3(signature = (texts, add_special_tokens, max_length, fixed, pad_to_multiple_of, pad_id, left, return_offsets, num_threads))]
-    #[allow(clippy::too_many_arguments, clippy::type_complexity, clippy::fn_params_excessive_bools)]
+    #[allow(
+        clippy::too_many_arguments,
+        clippy::type_complexity,
+        clippy::fn_params_excessive_bools
+    )]
     fn encode_batch_padded<'py>(
         &self,
         py: Python<'py>,
