@@ -763,19 +763,27 @@ impl PyEncoding {
     }
     #[getter]
     fn attention_mask(&self) -> Vec<u32> {
-        self.enc.attention_mask.clone()
+        self.enc
+            .attention_mask
+            .iter()
+            .map(|&m| u32::from(m))
+            .collect()
     }
     #[getter]
     fn special_tokens_mask(&self) -> Vec<u32> {
-        self.enc.special_tokens_mask.clone()
+        self.enc
+            .special_tokens_mask
+            .iter()
+            .map(|&m| u32::from(m))
+            .collect()
     }
     #[getter]
     fn word_ids(&self) -> Vec<Option<u32>> {
-        self.enc.words.clone()
+        (0..self.enc.len()).map(|i| self.enc.word(i)).collect()
     }
     #[getter]
     fn words(&self) -> Vec<Option<u32>> {
-        self.enc.words.clone()
+        (0..self.enc.len()).map(|i| self.enc.word(i)).collect()
     }
     #[getter]
     fn sequence_ids(&self) -> Vec<Option<u32>> {
@@ -822,7 +830,7 @@ impl PyEncoding {
     #[pyo3(signature = (char_pos, sequence_index = 0))]
     fn char_to_word(&self, char_pos: u32, sequence_index: usize) -> Option<u32> {
         self.char_to_token(char_pos, sequence_index)
-            .and_then(|t| self.enc.words[t])
+            .and_then(|t| self.enc.word(t))
     }
 
     fn token_to_chars(&self, token_index: usize) -> PyResult<Option<(u32, u32)>> {
@@ -840,7 +848,7 @@ impl PyEncoding {
         }
         Ok(self
             .token_to_sequence(token_index)?
-            .and(self.enc.words[token_index]))
+            .and(self.enc.word(token_index)))
     }
 
     fn token_to_sequence(&self, token_index: usize) -> PyResult<Option<u32>> {
@@ -868,7 +876,7 @@ impl PyEncoding {
         let idx: Vec<usize> = self.enc.words[r]
             .iter()
             .enumerate()
-            .filter(|(_, w)| **w == Some(word_index))
+            .filter(|(_, w)| **w == word_index)
             .map(|(i, _)| i + start)
             .collect();
         Some((*idx.first()?, idx.last()? + 1))

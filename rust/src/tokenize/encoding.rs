@@ -2,17 +2,27 @@
 //! padding and merging as HF tokenizers define them (overflowing windows included).
 use std::ops::Range;
 
+/// `Encoding::token_refs` value for "the vocabulary's string of the id".
+pub const VOCAB: u32 = u32::MAX;
+/// `Encoding::words` value for "no word" (special and padding tokens).
+pub const NO_WORD: u32 = u32::MAX;
+
+/// Per token: 26 bytes (ids, type ids, a 4-byte token reference, offsets, word, two u8 masks),
+/// about half of a struct-of-Options layout; memory traffic is most of an encode's cost.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Encoding {
     pub ids: Vec<u32>,
     pub type_ids: Vec<u32>,
-    /// `None`: the vocabulary's string for the id (most tokens; filled in lazily).
-    pub tokens: Vec<Option<Box<str>>>,
+    /// Index into `strings` of the token's text, or `VOCAB` (most tokens: the vocabulary's
+    /// string for the id, looked up only when asked for).
+    pub token_refs: Vec<u32>,
+    pub strings: Vec<Box<str>>,
     /// Char offsets into the original input (byte offsets where asked for).
     pub offsets: Vec<(u32, u32)>,
-    pub words: Vec<Option<u32>>,
-    pub special_tokens_mask: Vec<u32>,
-    pub attention_mask: Vec<u32>,
+    /// Word index, or `NO_WORD`.
+    pub words: Vec<u32>,
+    pub special_tokens_mask: Vec<u8>,
+    pub attention_mask: Vec<u8>,
     pub overflowing: Vec<Encoding>,
     /// Which token range belongs to which input sequence (0 or 1).
     pub sequence_ranges: Vec<(usize, Range<usize>)>,
@@ -41,7 +51,8 @@ impl Encoding {
         Self {
             ids: Vec::with_capacity(n),
             type_ids: Vec::with_capacity(n),
-            tokens: Vec::with_capacity(n),
+            token_refs: Vec::with_capacity(n),
+            strings: Vec::new(),
             offsets: Vec::with_capacity(n),
             words: Vec::with_capacity(n),
             special_tokens_mask: Vec::with_capacity(n),
@@ -51,21 +62,45 @@ impl Encoding {
         }
     }
 
+    /// Appends a token; `token` is its text when it is not the vocabulary's string of `id`.
     pub fn push(
         &mut self,
         id: u32,
-        token: Option<Box<str>>,
+        token: Option<&str>,
         offsets: (u32, u32),
         word: Option<u32>,
         type_id: u32,
     ) {
         self.ids.push(id);
-        self.tokens.push(token);
+        self.token_refs.push(match token {
+            Some(t) => {
+                self.strings.push(t.into());
+                (self.strings.len() - 1) as u32
+            }
+            None => VOCAB,
+        });
         self.offsets.push(offsets);
-        self.words.push(word);
+        self.words.push(word.unwrap_or(NO_WORD));
         self.type_ids.push(type_id);
         self.special_tokens_mask.push(0);
         self.attention_mask.push(1);
+    }
+
+    /// The token's own text, or `None` when it is the vocabulary's string of its id.
+    #[must_use]
+    pub fn token(&self, i: usize) -> Option<&str> {
+        match self.token_refs[i] {
+            VOCAB => None,
+            k => Some(&self.strings[k as usize]),
+        }
+    }
+
+    #[must_use]
+    pub fn word(&self, i: usize) -> Option<u32> {
+        match self.words[i] {
+            NO_WORD => None,
+            w => Some(w),
+        }
     }
 
     /// Special tokens (from a post-processor): no word, (0, 0) offsets, special mask 1.
@@ -75,9 +110,10 @@ impl Encoding {
         Self {
             ids: ids.to_vec(),
             type_ids: vec![type_id; n],
-            tokens: tokens.iter().map(|t| Some(t.as_str().into())).collect(),
+            token_refs: (0..n as u32).collect(),
+            strings: tokens.iter().map(|t| t.as_str().into()).collect(),
             offsets: vec![(0, 0); n],
-            words: vec![None; n],
+            words: vec![NO_WORD; n],
             special_tokens_mask: vec![1; n],
             attention_mask: vec![1; n],
             overflowing: vec![],
@@ -122,7 +158,8 @@ impl Encoding {
         Self {
             ids: self.ids[r.clone()].to_vec(),
             type_ids: self.type_ids[r.clone()].to_vec(),
-            tokens: self.tokens[r.clone()].to_vec(),
+            token_refs: self.token_refs[r.clone()].to_vec(),
+            strings: self.strings.clone(),
             offsets: self.offsets[r.clone()].to_vec(),
             words: self.words[r.clone()].to_vec(),
             special_tokens_mask: self.special_tokens_mask[r.clone()].to_vec(),
@@ -213,7 +250,15 @@ impl Encoding {
         );
         self.ids.extend(pair.ids);
         self.type_ids.extend(pair.type_ids);
-        self.tokens.extend(pair.tokens);
+        let shift = self.strings.len() as u32;
+        self.token_refs.extend(pair.token_refs.into_iter().map(|k| {
+            if k == VOCAB {
+                VOCAB
+            } else {
+                k + shift
+            }
+        }));
+        self.strings.extend(pair.strings);
         self.words.extend(pair.words);
         let shift = if growing_offsets {
             self.offsets.last().map_or(0, |o| o.1)
@@ -266,8 +311,10 @@ impl Encoding {
         let left = direction == Direction::Left;
         fill(&mut self.ids, k, pad_id, left);
         fill(&mut self.type_ids, k, pad_type_id, left);
-        fill(&mut self.tokens, k, Some(pad_token.into()), left);
-        fill(&mut self.words, k, None, left);
+        self.strings.push(pad_token.into());
+        let pad_ref = (self.strings.len() - 1) as u32;
+        fill(&mut self.token_refs, k, pad_ref, left);
+        fill(&mut self.words, k, NO_WORD, left);
         fill(&mut self.attention_mask, k, 0, left);
         fill(&mut self.special_tokens_mask, k, 1, left);
         fill(&mut self.offsets, k, (0, 0), left);

@@ -613,40 +613,48 @@ impl Tokenizer {
     /// The string of token `i` of `enc`.
     #[must_use]
     pub fn token_str<'a>(&'a self, enc: &'a Encoding, i: usize) -> &'a str {
-        enc.tokens[i]
-            .as_deref()
+        enc.token(i)
             .or_else(|| self.model.id_to_token(enc.ids[i]))
             .unwrap_or("")
     }
 }
 
 /// Byte offsets of the input to char offsets (or left as bytes).
-struct CharOffsets {
-    table: Option<Vec<u32>>,
+/// Byte offsets of the input to char offsets (or left as bytes). Offsets arrive nearly in
+/// order, so a cursor that counts chars between consecutive positions does the conversion in one
+/// pass over the text, with no per-byte table.
+struct CharOffsets<'a> {
+    text: &'a str,
+    chars: bool,
+    /// (byte position, its char index), always on a char boundary.
+    cursor: std::cell::Cell<(usize, u32)>,
 }
 
-impl CharOffsets {
-    fn new(text: &str, kind: Offsets) -> Self {
-        if kind != Offsets::Char || text.is_ascii() {
-            return Self { table: None };
+impl<'a> CharOffsets<'a> {
+    fn new(text: &'a str, kind: Offsets) -> Self {
+        Self {
+            text,
+            chars: kind == Offsets::Char && !text.is_ascii(),
+            cursor: std::cell::Cell::new((0, 0)),
         }
-        let mut table = vec![0u32; text.len() + 1];
-        let mut n = 0u32;
-        for (i, c) in text.char_indices() {
-            for slot in &mut table[i..i + c.len_utf8()] {
-                *slot = n;
-            }
-            n += 1;
-        }
-        table[text.len()] = n;
-        Self { table: Some(table) }
+    }
+
+    fn char_index(&self, byte: usize) -> u32 {
+        let (at, n) = self.cursor.get();
+        let n = if byte >= at {
+            n + self.text[at..byte].chars().count() as u32
+        } else {
+            n - self.text[byte..at].chars().count() as u32
+        };
+        self.cursor.set((byte, n));
+        n
     }
 
     fn convert(&self, (s, e): (usize, usize)) -> (u32, u32) {
-        match &self.table {
-            None => (s as u32, e as u32),
-            Some(t) => (t[s], t[e]),
+        if !self.chars {
+            return (s as u32, e as u32);
         }
+        (self.char_index(s), self.char_index(e))
     }
 }
 

@@ -246,7 +246,7 @@ fn wrap(
 fn trim_offsets_of(e: &mut Encoding, add_prefix_space: bool, vocab: &Vocab<'_>) {
     let space = BYTE_CHAR[b' ' as usize];
     for i in 0..e.len() {
-        let Some(token) = e.tokens[i].as_deref().or_else(|| vocab(e.ids[i])) else {
+        let Some(token) = e.token(i).or_else(|| vocab(e.ids[i])) else {
             continue;
         };
         let is_space = |c: &char| *c == space || c.is_whitespace();
