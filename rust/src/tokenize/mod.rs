@@ -477,13 +477,7 @@ impl Tokenizer {
                         (piece.end - piece.start) as usize,
                     ));
                     let value = sources.text(piece);
-                    enc.push(
-                        id,
-                        Some(value.into()),
-                        o,
-                        Some(word.unwrap_or(word_idx)),
-                        type_id,
-                    );
+                    enc.push(id, Some(value), o, Some(word.unwrap_or(word_idx)), type_id);
                     word_idx += 1;
                     continue;
                 }
