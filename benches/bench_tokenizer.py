@@ -116,7 +116,12 @@ def test_single_thread_throughput(benchmark, cl100k_json, docs, reference, impl)
         assert parity == 1.0
     nbytes = sum(len(d.encode()) for d in docs)
     benchmark.group = "cl100k single-thread encode loop"
-    benchmark.pedantic(lambda: [encode(d) for d in docs], rounds=1 if benchmark.disabled else 3, iterations=1)
+    benchmark.pedantic(
+        lambda: [encode(d) for d in docs],
+        rounds=1 if benchmark.disabled else 3,
+        iterations=1,
+        warmup_rounds=0 if benchmark.disabled else 1,
+    )
     _record(benchmark, nbytes)
 
 
@@ -130,7 +135,12 @@ def test_batch_throughput(benchmark, cl100k_json, docs, reference, impl):
         assert got == reference[:200]
     nbytes = sum(len(d.encode()) for d in docs)
     benchmark.group = "cl100k batch encode (all cores)"
-    benchmark.pedantic(lambda: batch(docs), rounds=1 if benchmark.disabled else 3, iterations=1)
+    benchmark.pedantic(
+        lambda: batch(docs),
+        rounds=1 if benchmark.disabled else 3,
+        iterations=1,
+        warmup_rounds=0 if benchmark.disabled else 1,
+    )
     _record(benchmark, nbytes)
 
 
