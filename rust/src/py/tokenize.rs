@@ -99,6 +99,39 @@ impl PyTokenizer {
         )
     }
 
+    /// Ids (and offsets) of each text for the array outputs: truncated to `max_length` per call
+    /// (the tokenizer's own truncation and padding settings do not apply), GIL released.
+    fn array_rows(
+        &self,
+        py: Python<'_>,
+        texts: &[String],
+        add_special_tokens: bool,
+        max_length: Option<usize>,
+        return_offsets: bool,
+        num_threads: Option<usize>,
+    ) -> PyResult<Vec<(Vec<u32>, Vec<(u32, u32)>)>> {
+        let (tok, _, truncation) = self.snapshot();
+        let trunc = max_length.map(|m| Truncation {
+            max_length: m,
+            stride: 0,
+            strategy: TruncationStrategy::LongestFirst,
+            direction: truncation
+                .as_ref()
+                .map_or(Direction::Right, |t| t.direction),
+        });
+        let n = threads::resolve(num_threads);
+        Ok(py.detach(|| {
+            ids_batch(
+                &tok,
+                texts,
+                add_special_tokens,
+                trunc.as_ref(),
+                return_offsets,
+                n,
+            )
+        })?)
+    }
+
     fn new_from(tok: Tokenizer) -> Self {
         let padding = tok.padding.clone();
         let truncation = tok.truncation.clone();
@@ -246,26 +279,14 @@ impl PyTokenizer {
         Bound<'py, PyBytes>,
         Option<Bound<'py, PyBytes>>,
     )> {
-        let (tok, _, truncation) = self.snapshot();
-        let trunc = max_length.map(|m| Truncation {
-            max_length: m,
-            stride: 0,
-            strategy: TruncationStrategy::LongestFirst,
-            direction: truncation
-                .as_ref()
-                .map_or(Direction::Right, |t| t.direction),
-        });
-        let n = threads::resolve(num_threads);
-        let rows = py.detach(|| {
-            ids_batch(
-                &tok,
-                &texts,
-                add_special_tokens,
-                trunc.as_ref(),
-                return_offsets,
-                n,
-            )
-        })?;
+        let rows = self.array_rows(
+            py,
+            &texts,
+            add_special_tokens,
+            max_length,
+            return_offsets,
+            num_threads,
+        )?;
         let total: usize = rows.iter().map(|r| r.0.len()).sum();
         let mut ids = Vec::with_capacity(total * 4);
         let mut lens = Vec::with_capacity(rows.len() * 8);
@@ -316,26 +337,14 @@ impl PyTokenizer {
         usize,
         usize,
     )> {
-        let (tok, _, truncation) = self.snapshot();
-        let trunc = max_length.map(|m| Truncation {
-            max_length: m,
-            stride: 0,
-            strategy: TruncationStrategy::LongestFirst,
-            direction: truncation
-                .as_ref()
-                .map_or(Direction::Right, |t| t.direction),
-        });
-        let n = threads::resolve(num_threads);
-        let encs = py.detach(|| {
-            ids_batch(
-                &tok,
-                &texts,
-                add_special_tokens,
-                trunc.as_ref(),
-                return_offsets,
-                n,
-            )
-        })?;
+        let encs = self.array_rows(
+            py,
+            &texts,
+            add_special_tokens,
+            max_length,
+            return_offsets,
+            num_threads,
+        )?;
         let longest = encs.iter().map(|e| e.0.len()).max().unwrap_or(0);
         let mut width = if fixed {
             max_length.unwrap_or(longest).max(longest)

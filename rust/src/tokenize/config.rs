@@ -46,6 +46,24 @@ fn opt_str(m: &Map<String, Value>, key: &str) -> Option<String> {
     m.get(key).and_then(Value::as_str).map(str::to_owned)
 }
 
+/// The components listed under `key` (a Sequence), each parsed by `parse` at its own path.
+fn items<T>(
+    m: &Map<String, Value>,
+    key: &str,
+    path: &str,
+    parse: fn(&Value, &str) -> R<Option<T>>,
+) -> R<Vec<T>> {
+    let list = m
+        .get(key)
+        .and_then(Value::as_array)
+        .ok_or_else(|| TokenizeError::invalid(format!("{path}.{key}"), "expected a list"))?;
+    let mut out = Vec::with_capacity(list.len());
+    for (i, item) in list.iter().enumerate() {
+        out.extend(parse(item, &format!("{path}.{key}[{i}]"))?);
+    }
+    Ok(out)
+}
+
 fn pattern(m: &Map<String, Value>, path: &str) -> R<Pattern> {
     let p = obj(
         m.get("pattern").unwrap_or(&Value::Null),
@@ -104,19 +122,7 @@ pub fn normalizer(v: &Value, path: &str) -> R<Option<Normalizer>> {
             content: str_at(m, "content", path)?.into(),
         },
         "Prepend" => Normalizer::Prepend(str_at(m, "prepend", path)?.into()),
-        "Sequence" => {
-            let items = m
-                .get("normalizers")
-                .and_then(Value::as_array)
-                .ok_or_else(|| {
-                    TokenizeError::invalid(format!("{path}.normalizers"), "expected a list")
-                })?;
-            let mut out = Vec::new();
-            for (i, item) in items.iter().enumerate() {
-                out.extend(normalizer(item, &format!("{path}.normalizers[{i}]"))?);
-            }
-            Normalizer::Sequence(out)
-        }
+        "Sequence" => Normalizer::Sequence(items(m, "normalizers", path, normalizer)?),
         other => {
             return Err(TokenizeError::unsupported(
                 format!("normalizer {other:?}"),
@@ -287,19 +293,7 @@ pub fn post_processor(v: &Value, path: &str) -> R<Option<PostProcessor>> {
             sep: pair_at(m, "sep", path)?,
             cls: pair_at(m, "cls", path)?,
         },
-        "Sequence" => {
-            let items = m
-                .get("processors")
-                .and_then(Value::as_array)
-                .ok_or_else(|| {
-                    TokenizeError::invalid(format!("{path}.processors"), "expected a list")
-                })?;
-            let mut out = Vec::new();
-            for (i, item) in items.iter().enumerate() {
-                out.extend(post_processor(item, &format!("{path}.processors[{i}]"))?);
-            }
-            PostProcessor::Sequence(out)
-        }
+        "Sequence" => PostProcessor::Sequence(items(m, "processors", path, post_processor)?),
         other => {
             return Err(TokenizeError::unsupported(
                 format!("post-processor {other:?}"),
@@ -338,16 +332,7 @@ pub fn decoder(v: &Value, path: &str) -> R<Option<Decoder>> {
         }
         "Fuse" => Decoder::Fuse,
         "ByteFallback" => Decoder::ByteFallback,
-        "Sequence" => {
-            let items = m.get("decoders").and_then(Value::as_array).ok_or_else(|| {
-                TokenizeError::invalid(format!("{path}.decoders"), "expected a list")
-            })?;
-            let mut out = Vec::new();
-            for (i, item) in items.iter().enumerate() {
-                out.extend(decoder(item, &format!("{path}.decoders[{i}]"))?);
-            }
-            Decoder::Sequence(out)
-        }
+        "Sequence" => Decoder::Sequence(items(m, "decoders", path, decoder)?),
         other => {
             return Err(TokenizeError::unsupported(
                 format!("decoder {other:?}"),

@@ -116,12 +116,7 @@ impl PostProcessor {
                 trim_offsets,
             } => {
                 if *trim_offsets {
-                    for e in &mut encodings {
-                        trim_offsets_of(e, *add_prefix_space, vocab);
-                        for o in &mut e.overflowing {
-                            trim_offsets_of(o, *add_prefix_space, vocab);
-                        }
-                    }
+                    trim_all(&mut encodings, *add_prefix_space, vocab);
                 }
                 for (i, e) in encodings.iter_mut().enumerate() {
                     e.set_sequence_id(i);
@@ -166,12 +161,7 @@ impl PostProcessor {
                 add_prefix_space,
             } => {
                 if *trim_offsets {
-                    for e in &mut encodings {
-                        trim_offsets_of(e, *add_prefix_space, vocab);
-                        for o in &mut e.overflowing {
-                            trim_offsets_of(o, *add_prefix_space, vocab);
-                        }
-                    }
+                    trim_all(&mut encodings, *add_prefix_space, vocab);
                 }
                 for e in &mut encodings {
                     e.set_type_ids(0);
@@ -240,6 +230,16 @@ fn wrap(
             framed
         })
         .collect()
+}
+
+/// `trim_offsets_of` on every encoding and its overflowing windows.
+fn trim_all(encodings: &mut [Encoding], add_prefix_space: bool, vocab: &Vocab<'_>) {
+    for e in encodings {
+        trim_offsets_of(e, add_prefix_space, vocab);
+        for o in &mut e.overflowing {
+            trim_offsets_of(o, add_prefix_space, vocab);
+        }
+    }
 }
 
 /// Moves offsets past leading and trailing spaces of byte-level tokens (HF's `process_offsets`).
