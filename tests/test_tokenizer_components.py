@@ -33,7 +33,11 @@ NORMALIZERS = {
     "prepend": {"type": "Prepend", "prepend": "▁"},
     "sequence": {
         "type": "Sequence",
-        "normalizers": [{"type": "NFKD"}, {"type": "Lowercase"}, {"type": "Strip", "strip_left": True, "strip_right": True}],
+        "normalizers": [
+            {"type": "NFKD"},
+            {"type": "Lowercase"},
+            {"type": "Strip", "strip_left": True, "strip_right": True},
+        ],
     },
 }
 
