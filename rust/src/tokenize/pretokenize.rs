@@ -231,6 +231,11 @@ impl PreTokenizer {
                 }
             }
             Self::Split {
+                pattern: Pattern::Known(k, _),
+                behavior: Behavior::Isolated,
+                invert: false,
+            } => split_known(sources, pieces, *k),
+            Self::Split {
                 pattern,
                 behavior,
                 invert,
