@@ -16,12 +16,16 @@ import fastprep
 from . import tokenizer_data as data
 from .tokenizer_compare import diff
 
-KINDS = ["cl100k", "bpe_prefix", "bpe_noprefix", "template"]
+# cl100k_llama3: the same vocabulary as transformers converts it today (every split of every
+# token as a merge, ignore_merges true), the layout of Llama-3 style tokenizer.json files.
+KINDS = ["cl100k", "cl100k_llama3", "bpe_prefix", "bpe_noprefix", "template"]
 
 
 def _json(kind: str) -> str:
     if kind == "cl100k":
         return data.cl100k_tokenizer_json()
+    if kind == "cl100k_llama3":
+        return data.cl100k_tokenizer_json(transformers_exact=True)
     if kind == "bpe_prefix":
         return data.trained_bytelevel_bpe(add_prefix_space=True)
     if kind == "bpe_noprefix":
