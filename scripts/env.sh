@@ -16,4 +16,4 @@ rm -rf dist
 "$VPY" -m maturin build --release --quiet --out dist
 WHEEL="$(ls dist/fastprep-*.whl)"
 "$VPY" -m pip install --quiet --force-reinstall --no-deps "$WHEEL"
-"$VPY" -m pip install --quiet "$WHEEL[test]"
+"$VPY" -m pip install --quiet "$WHEEL[test,bench]"
