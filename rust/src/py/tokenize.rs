@@ -19,8 +19,9 @@ const MIN_PARALLEL: usize = 8;
 pub struct PyTokenizer {
     /// Copy-on-write: calls take a snapshot, so a concurrent `add_tokens` never disturbs them.
     core: RwLock<Arc<Tokenizer>>,
-    padding: RwLock<Option<Padding>>,
-    truncation: RwLock<Option<Truncation>>,
+    /// Arc'd so that a call's snapshot is a reference count, not a copy of the pad token.
+    padding: RwLock<Option<Arc<Padding>>>,
+    truncation: RwLock<Option<Arc<Truncation>>>,
     ints: Arc<IntCache>,
 }
 
@@ -91,7 +92,13 @@ fn dir_name(d: Direction) -> &'static str {
 }
 
 impl PyTokenizer {
-    fn snapshot(&self) -> (Arc<Tokenizer>, Option<Padding>, Option<Truncation>) {
+    fn snapshot(
+        &self,
+    ) -> (
+        Arc<Tokenizer>,
+        Option<Arc<Padding>>,
+        Option<Arc<Truncation>>,
+    ) {
         (
             read(&self.core),
             read(&self.padding),
@@ -139,8 +146,8 @@ impl PyTokenizer {
         let ints = Arc::new(IntCache::new(tok.vocab_size(true) + 1024));
         Self {
             core: RwLock::new(Arc::new(tok)),
-            padding: RwLock::new(padding),
-            truncation: RwLock::new(truncation),
+            padding: RwLock::new(padding.map(Arc::new)),
+            truncation: RwLock::new(truncation.map(Arc::new)),
             ints,
         }
     }
@@ -177,7 +184,7 @@ impl PyTokenizer {
     #[pyo3(signature = (pretty = false))]
     fn to_str(&self, pretty: bool) -> String {
         let (tok, padding, truncation) = self.snapshot();
-        tok.to_json(pretty, truncation.as_ref(), padding.as_ref())
+        tok.to_json(pretty, truncation.as_deref(), padding.as_deref())
     }
 
     #[pyo3(signature = (sequence, pair = None, is_pretokenized = false, add_special_tokens = true, offsets = true))]
@@ -202,8 +209,8 @@ impl PyTokenizer {
             } else {
                 Offsets::None
             },
-            truncation: truncation.as_ref(),
-            padding: padding.as_ref(),
+            truncation: truncation.as_deref(),
+            padding: padding.as_deref(),
         };
         let enc = py.detach(|| {
             tok.encode(
@@ -238,8 +245,8 @@ impl PyTokenizer {
             } else {
                 Offsets::None
             },
-            truncation: truncation.as_ref(),
-            padding: padding.as_ref(),
+            truncation: truncation.as_deref(),
+            padding: padding.as_deref(),
         };
         let n = threads::resolve(num_threads);
         let encs = py.detach(|| {
@@ -515,14 +522,14 @@ impl PyTokenizer {
     ) -> PyResult<()> {
         write(
             &self.padding,
-            Some(Padding {
+            Some(Arc::new(Padding {
                 strategy: length.map_or(PaddingStrategy::BatchLongest, PaddingStrategy::Fixed),
                 direction: self::direction(direction, "direction")?,
                 pad_to_multiple_of,
                 pad_id,
                 pad_type_id,
                 pad_token: pad_token.to_owned(),
-            }),
+            })),
         );
         Ok(())
     }
@@ -546,7 +553,7 @@ impl PyTokenizer {
         )?;
         d.set_item("pad_to_multiple_of", p.pad_to_multiple_of)?;
         d.set_item("pad_id", p.pad_id)?;
-        d.set_item("pad_token", p.pad_token)?;
+        d.set_item("pad_token", &p.pad_token)?;
         d.set_item("pad_type_id", p.pad_type_id)?;
         d.set_item("direction", dir_name(p.direction))?;
         Ok(Some(d))
@@ -582,12 +589,12 @@ impl PyTokenizer {
         }
         write(
             &self.truncation,
-            Some(Truncation {
+            Some(Arc::new(Truncation {
                 max_length,
                 stride,
                 strategy,
                 direction: self::direction(direction, "direction")?,
-            }),
+            })),
         );
         Ok(())
     }
@@ -729,14 +736,31 @@ impl IntCache {
     }
 
     fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        let items = ids.iter().map(|&id| match self.0.get(id as usize) {
-            Some(cell) => cell
-                .get_or_init(|| id.into_pyobject(py).expect("int").into_any().unbind())
-                .bind(py)
-                .clone(),
-            None => id.into_pyobject(py).expect("int").into_any(),
-        });
-        PyList::new(py, items)
+        let n = pyo3::ffi::Py_ssize_t::try_from(ids.len()).expect("length fits");
+        // SAFETY: PyList_New returns a new list of `n` NULL slots (or NULL with an exception
+        // set); every slot is then filled exactly once with a new reference, which
+        // PyList_SetItem steals, before the list is handed to Python.
+        unsafe {
+            let list = pyo3::ffi::PyList_New(n);
+            if list.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            let list = Bound::from_owned_ptr(py, list).cast_into_unchecked::<PyList>();
+            for (i, &id) in ids.iter().enumerate() {
+                let obj = match self.0.get(id as usize) {
+                    Some(cell) => cell
+                        .get_or_init(|| id.into_pyobject(py).expect("int").into_any().unbind())
+                        .clone_ref(py),
+                    None => id.into_pyobject(py).expect("int").into_any().unbind(),
+                };
+                pyo3::ffi::PyList_SetItem(
+                    list.as_ptr(),
+                    i as pyo3::ffi::Py_ssize_t,
+                    obj.into_ptr(),
+                );
+            }
+            Ok(list)
+        }
     }
 }
 
