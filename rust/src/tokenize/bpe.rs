@@ -5,6 +5,7 @@
 //! so a piece is tokenized from its UTF-8 bytes without building the byte-level string; results
 //! are cached per thread (like HF's per-thread cache) keyed by the piece's bytes.
 use super::bytelevel::{decode_token, BYTE_CHAR};
+use super::bytesmap::BytesMap;
 use crate::error::TokenizeError;
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
@@ -63,7 +64,7 @@ pub struct Bpe {
     unk_id: Option<u32>,
     /// Byte-level fast path: the id of each byte's char, and the vocabulary by raw bytes.
     byte_ids: [Option<u32>; 256],
-    bytes_vocab: FxHashMap<Box<[u8]>, u32>,
+    bytes_vocab: BytesMap<u32>,
     /// `<0xAB>` tokens for byte_fallback.
     fallback_ids: [Option<u32>; 256],
     /// Per vocabulary id: does BPE on the token's own bytes give back that one token? (0 not known
@@ -117,10 +118,12 @@ impl Bpe {
                 .copied();
             fallback_ids[b as usize] = vocab.get(format!("<0x{b:02X}>").as_str()).copied();
         }
-        let bytes_vocab = vocab
-            .iter()
-            .filter_map(|(t, &id)| decode_token(t).map(|b| (b.into_boxed_slice(), id)))
-            .collect();
+        let mut bytes_vocab = BytesMap::default();
+        for (t, &id) in &vocab {
+            if let Some(b) = decode_token(t) {
+                bytes_vocab.insert(&b, id);
+            }
+        }
         let vocab_r = vocab.iter().map(|(t, &id)| (id, t.clone())).collect();
         let max_id = vocab.values().copied().max().map_or(0, |m| m as usize + 1);
         let reach = (0..max_id)
@@ -179,7 +182,7 @@ impl Bpe {
                 return Ok(());
             }
         }
-        if let Some(&id) = self.bytes_vocab.get(piece) {
+        if let Some(id) = self.bytes_vocab.get(piece) {
             if self.opts.ignore_merges {
                 out.push((id, piece.len() as u32));
                 return Ok(());

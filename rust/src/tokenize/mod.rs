@@ -5,6 +5,7 @@
 pub mod added;
 pub mod bpe;
 pub mod bytelevel;
+pub mod bytesmap;
 mod config;
 pub mod decode;
 pub mod encoding;
