@@ -28,7 +28,7 @@ static NEXT_MODEL_ID: AtomicU64 = AtomicU64::new(1);
 #[derive(Default)]
 pub struct Scratch {
     model: u64,
-    cache: FxHashMap<Box<[u8]>, Box<[(u32, u32)]>>,
+    cache: BytesMap<Box<[(u32, u32)]>>,
     word: Word,
 }
 
@@ -182,7 +182,7 @@ impl Bpe {
                 return Ok(());
             }
         }
-        if let Some(id) = self.bytes_vocab.get(piece) {
+        if let Some(&id) = self.bytes_vocab.get(piece) {
             if self.opts.ignore_merges {
                 out.push((id, piece.len() as u32));
                 return Ok(());
@@ -315,7 +315,7 @@ impl Bpe {
         if scratch.cache.len() >= CACHE_CAPACITY {
             scratch.cache.clear();
         }
-        scratch.cache.insert(key.into(), out[start..].into());
+        scratch.cache.insert(key, out[start..].into());
         Ok(())
     }
 

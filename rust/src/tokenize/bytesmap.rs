@@ -7,7 +7,7 @@
 use hashbrown::HashTable;
 use std::hash::Hasher;
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 struct Entry<V> {
     head: u64,
     len: u32,
@@ -47,7 +47,7 @@ fn hash(key: &[u8]) -> u64 {
     h.finish()
 }
 
-impl<V: Copy> BytesMap<V> {
+impl<V> BytesMap<V> {
     #[inline]
     fn matches(&self, e: &Entry<V>, key: &[u8], h8: u64) -> bool {
         e.len as usize == key.len()
@@ -57,11 +57,11 @@ impl<V: Copy> BytesMap<V> {
     }
 
     #[inline]
-    pub fn get(&self, key: &[u8]) -> Option<V> {
+    pub fn get(&self, key: &[u8]) -> Option<&V> {
         let h8 = head(key);
         self.table
             .find(hash(key), |e| self.matches(e, key, h8))
-            .map(|e| e.value)
+            .map(|e| &e.value)
     }
 
     /// Inserts or replaces. Keys must be shorter than 4 GiB and the arena must stay below 4 GiB.
@@ -108,6 +108,11 @@ impl<V: Copy> BytesMap<V> {
     pub fn is_empty(&self) -> bool {
         self.table.is_empty()
     }
+
+    pub fn clear(&mut self) {
+        self.table.clear();
+        self.arena.clear();
+    }
 }
 
 #[cfg(test)]
@@ -126,7 +131,7 @@ mod tests {
         }
         for k in &keys {
             let last = keys.iter().rposition(|x| x == k).unwrap();
-            assert_eq!(m.get(k), Some(last), "{k:?}");
+            assert_eq!(m.get(k), Some(&last), "{k:?}");
         }
         assert_eq!(m.get(b"not there at all"), None);
         let mut longer = keys[22].clone();
