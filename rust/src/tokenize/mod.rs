@@ -321,6 +321,16 @@ impl Tokenizer {
         splits
     }
 
+    /// The pre-tokenizer's pieces of one text split, into `pieces`.
+    #[inline]
+    fn pre_tokenize(&self, sources: &mut Sources<'_>, piece: Piece, pieces: &mut Vec<Piece>) {
+        pieces.clear();
+        pieces.push(piece);
+        if let Some(pt) = &self.pre_tokenizer {
+            pt.run(sources, pieces);
+        }
+    }
+
     /// The model's tokens of one piece, as (id, byte length) into `tokens`.
     #[inline]
     fn model_tokens(
@@ -363,11 +373,7 @@ impl Tokenizer {
                     ids.push(id);
                     continue;
                 }
-                pieces.clear();
-                pieces.push(piece);
-                if let Some(pt) = &self.pre_tokenizer {
-                    pt.run(&mut sources, &mut pieces);
-                }
+                self.pre_tokenize(&mut sources, piece, &mut pieces);
                 for p in &pieces {
                     tokens.clear();
                     self.model_tokens(&sources, *p, &mut tokens, scratch)?;
@@ -482,11 +488,7 @@ impl Tokenizer {
                     word_idx += 1;
                     continue;
                 }
-                pieces.clear();
-                pieces.push(piece);
-                if let Some(pt) = &self.pre_tokenizer {
-                    pt.run(&mut sources, &mut pieces);
-                }
+                self.pre_tokenize(&mut sources, piece, &mut pieces);
                 for p in &pieces {
                     tokens.clear();
                     self.model_tokens(&sources, *p, &mut tokens, scratch)?;
