@@ -70,7 +70,10 @@ def _optional_peer(name: str, js: str) -> tuple[Callable[[str], list[int]], Call
             ft = fastokens.Tokenizer.from_tiktoken(
                 str(data.cl100k_file()), pattern=data.CL100K_PATTERN, special_tokens=data.CL100K_SPECIAL_TOKENS
             )
-            return lambda t: list(ft.encode_ordinary(t).ids), None
+            return (
+                lambda t: list(ft.encode_ordinary(t).ids),
+                lambda ts: [list(e.ids) for e in ft.encode_batch(ts, add_special_tokens=False)],
+            )
         if name == "kitoken":
             import kitoken
 
@@ -125,9 +128,10 @@ def test_single_thread_throughput(benchmark, cl100k_json, docs, reference, impl)
     _record(benchmark, nbytes)
 
 
-@pytest.mark.parametrize("impl", ["fastprep", "fastprep.count_tokens", "tokenizers", "tiktoken"])
+@pytest.mark.parametrize("impl", ["fastprep", "fastprep.count_tokens", "tokenizers", "tiktoken", "fastokens"])
 def test_batch_throughput(benchmark, cl100k_json, docs, reference, impl):
-    batch = _peers(cl100k_json)[impl][1]
+    peers = _peers(cl100k_json)
+    batch = peers[impl][1] if impl in peers else _optional_peer(impl, cl100k_json)[1]
     got = batch(docs[:200])
     if impl == "fastprep.count_tokens":
         assert got == [len(r) for r in reference[:200]]
