@@ -17,6 +17,7 @@ from .errors import (
     TokenizerFileError,
     UnsupportedTokenizerError,
 )
+from .image import resize
 from .kernels import kernel_names, kernel_source
 from .pool import Block, BlockPool, PoolStats
 from .tokenizer import AddedToken, Encoding, Tokenizer
@@ -42,4 +43,5 @@ __all__ = [
     "errors",
     "kernel_names",
     "kernel_source",
+    "resize",
 ]

@@ -79,3 +79,13 @@ impl TokenizeError {
         }
     }
 }
+
+/// Errors of the image pipeline.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ImageError {
+    #[error("{0}")]
+    Unsupported(String),
+    #[error("{0}")]
+    InvalidSize(String),
+}

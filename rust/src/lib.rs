@@ -4,11 +4,12 @@
 
 pub mod build;
 pub mod error;
+pub mod image;
 pub mod pool;
 pub mod tokenize;
 
 #[cfg(feature = "python")]
 mod py;
 
-pub use error::{PoolError, TokenizeError};
+pub use error::{ImageError, PoolError, TokenizeError};
 pub use pool::{Block, ChunkAllocator, ChunkMemory, MemoryKind, Pool, PoolConfig, PoolStats};

@@ -3,6 +3,7 @@
 //! from the interpreter where it can take long, and maps core errors in `errors.rs`.
 
 mod errors;
+mod image;
 mod info;
 mod kernels;
 mod pool;
@@ -23,6 +24,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tokenize::PyEncoding>()?;
     m.add_function(wrap_pyfunction!(pool::pool_stress, m)?)?;
     m.add_function(wrap_pyfunction!(info::build_info, m)?)?;
+    m.add_function(wrap_pyfunction!(image::resize_u8, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::kernel_names, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::kernel_source, m)?)?;
     Ok(())
