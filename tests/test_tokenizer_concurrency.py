@@ -4,6 +4,7 @@ parallel batch: the two known failures of HF tokenizers ("Already borrowed", a c
 from __future__ import annotations
 
 import multiprocessing as mp
+import os
 import threading
 
 import pytest
@@ -76,3 +77,15 @@ def test_fork_after_parallel_batch_does_not_hang(tok):
         pytest.fail("the forked child hung in encode_batch")
     assert p.exitcode == 0
     assert q.get(timeout=5) == [len(tok.encode("fork safety").ids)] * 64
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts OS threads through /proc (Linux)")
+def test_alternating_thread_counts_reuse_pools(tok):
+    texts = ["pool reuse"] * 32
+    for n in (2, 3, 2, 3):  # build the pools
+        tok.encode_batch(texts, num_threads=n)
+    before = len(os.listdir("/proc/self/task"))
+    for _ in range(50):
+        for n in (2, 3):
+            tok.encode_batch(texts, num_threads=n)
+    assert len(os.listdir("/proc/self/task")) == before, "a call started threads instead of reusing its pool"

@@ -3,7 +3,7 @@
 //! Fork safety: a child process after `fork()` has none of the parent's pool threads, so a pool
 //! inherited from the parent would wait forever (HF tokenizers' known deadlock). Each pool is tagged
 //! with the pid that built it; a process that finds a pool of another pid builds its own. The
-//! lookup is one atomic load (no lock that a fork could leave held).
+//! lookup is a few atomic loads (no lock that a fork could leave held).
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 struct Entry {
@@ -12,7 +12,16 @@ struct Entry {
     pool: rayon::ThreadPool,
 }
 
-static POOL: AtomicPtr<Entry> = AtomicPtr::new(std::ptr::null_mut());
+/// One pool per (process, thread count) in use, so that calls alternating `num_threads` reuse
+/// their pools instead of starting new threads each time. Bounded: past `SLOTS` sizes, a call
+/// runs on an existing pool of this process.
+const SLOTS: usize = 8;
+static POOLS: [AtomicPtr<Entry>; SLOTS] = [const { AtomicPtr::new(std::ptr::null_mut()) }; SLOTS];
+
+fn entry(slot: &AtomicPtr<Entry>) -> Option<&'static Entry> {
+    // SAFETY: entries are leaked, never freed, so a loaded pointer stays valid.
+    unsafe { slot.load(Ordering::Acquire).as_ref() }
+}
 
 /// Threads a batch call uses: the argument, else FASTPREP_NUM_THREADS, else the CPU count.
 pub fn resolve(num_threads: Option<usize>) -> usize {
@@ -35,21 +44,42 @@ pub fn run<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
         return f();
     }
     let pid = std::process::id();
-    let cur = POOL.load(Ordering::Acquire);
-    // SAFETY: entries are leaked, never freed, so a loaded pointer stays valid.
-    if let Some(e) = unsafe { cur.as_ref() } {
-        if e.pid == pid && e.threads == threads {
-            return e.pool.install(f);
-        }
+    if let Some(e) = POOLS
+        .iter()
+        .filter_map(entry)
+        .find(|e| e.pid == pid && e.threads == threads)
+    {
+        return e.pool.install(f);
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("fastprep-{i}"))
         .build()
         .expect("could not start fastprep's thread pool");
-    // Leaked on purpose: another thread may still be using the previous entry, and an entry of a
-    // parent process must never be dropped (its threads do not exist here).
-    let entry = Box::leak(Box::new(Entry { pid, threads, pool }));
-    POOL.store(entry, Ordering::Release);
-    entry.pool.install(f)
+    // Leaked on purpose: other threads may hold a reference, and an entry of a parent process
+    // must never be dropped (its threads do not exist here).
+    let new = Box::into_raw(Box::new(Entry { pid, threads, pool }));
+    for slot in &POOLS {
+        let cur = slot.load(Ordering::Acquire);
+        // A free slot, or one left by the parent process before a fork.
+        // SAFETY: as in `entry`.
+        let reusable = unsafe { cur.as_ref() }.is_none_or(|e| e.pid != pid);
+        if reusable
+            && slot
+                .compare_exchange(cur, new, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            // SAFETY: `new` was just leaked from a Box and is never freed.
+            return unsafe { &*new }.pool.install(f);
+        }
+    }
+    // Every slot holds a pool of this process: run there, and let the new pool go.
+    // SAFETY: `new` was published nowhere, so this is its only owner.
+    drop(unsafe { Box::from_raw(new) });
+    let e = POOLS
+        .iter()
+        .filter_map(entry)
+        .find(|e| e.pid == pid)
+        .expect("a pool of this process");
+    e.pool.install(f)
 }
