@@ -29,6 +29,15 @@ fn main() {
         locked_version(&root, "pyo3")
     );
     println!("cargo:rerun-if-changed=Cargo.lock");
+    // libjpeg-turbo's cmake build uses its SIMD code only when it finds nasm; record whether it
+    // could, so that build_info() tells a slow (plain C) JPEG decoder apart.
+    let nasm = env::var("ASM_NASM").unwrap_or_else(|_| "nasm".into());
+    let simd = Command::new(nasm)
+        .arg("-v")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    println!("cargo:rustc-env=FASTPREP_JPEG_SIMD={}", u8::from(simd));
+    println!("cargo:rerun-if-env-changed=ASM_NASM");
 
     // Kernel table: (name, file name, text) for each file in cuda/, sorted for a stable order.
     let cuda = Path::new(&root).join("cuda");

@@ -10,6 +10,7 @@ from ._core import __version__, build_profile
 from ._info import build_info
 from .decoders import DecodeStream
 from .errors import (
+    DecodeError,
     DeviceUnavailableError,
     FastprepError,
     PoolExhaustedError,
@@ -17,15 +18,17 @@ from .errors import (
     TokenizerFileError,
     UnsupportedTokenizerError,
 )
-from .image import resize
+from .image import MAX_IMAGE_PIXELS, decode, decode_batch, resize
 from .kernels import kernel_names, kernel_source
 from .pool import Block, BlockPool, PoolStats
 from .tokenizer import AddedToken, Encoding, Tokenizer
 
 __all__ = [
+    "MAX_IMAGE_PIXELS",
     "AddedToken",
     "Block",
     "BlockPool",
+    "DecodeError",
     "DecodeStream",
     "DeviceUnavailableError",
     "Encoding",
@@ -39,6 +42,8 @@ __all__ = [
     "__version__",
     "build_info",
     "build_profile",
+    "decode",
+    "decode_batch",
     "decoders",
     "errors",
     "kernel_names",

@@ -6,7 +6,10 @@ Each subclasses ``FastprepError`` and the nearest builtin, so ``except MemoryErr
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
+    "DecodeError",
     "DeviceUnavailableError",
     "FastprepError",
     "PoolExhaustedError",
@@ -39,3 +42,31 @@ class TokenizerFileError(FastprepError, ValueError):
 
 class TokenizeError(FastprepError, ValueError):
     """Settings that make an encoding impossible (e.g. truncation shorter than the special tokens)."""
+
+
+class DecodeError(FastprepError, ValueError):
+    """An encoded image that could not be decoded: empty, truncated or corrupt data, a format other
+    than JPEG or PNG, or a header over the pixel limit (a decompression bomb).
+
+    ``index`` is the image's position in the batch (None for a single image) and ``reason`` one of
+    ``"empty"``, ``"unknown_format"``, ``"truncated"``, ``"corrupt"``, ``"unsupported"``,
+    ``"too_large"`` or ``"resources"``.
+    """
+
+    def __init__(self, message: str, index: int | None = None, reason: str = "corrupt") -> None:
+        super().__init__(message if index is None else f"image {index}: {message}")
+        self.index = index
+        self.reason = reason
+        #: In a batch raised with on_error="raise": every image that failed, this one first.
+        self.errors: list[DecodeError] = [self]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The index prefix is already in str(self): rebuild without adding it twice (pickling
+        # matters: DataLoader workers send exceptions to the parent process).
+        return (_rebuild_decode_error, (str(self), self.index, self.reason))
+
+
+def _rebuild_decode_error(message: str, index: int | None, reason: str) -> DecodeError:
+    err = DecodeError(message, None, reason)
+    err.index = index
+    return err

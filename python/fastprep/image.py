@@ -1,21 +1,117 @@
 """Image preprocessing on the CPU.
 
-So far: ``resize``, bit-exact with ``PIL.Image.resize`` of Pillow 12.x (horizontal pass, then
-vertical) for 8-bit L and RGB images with the box, bilinear, hamming, bicubic and lanczos filters.
-Pillow 13 picks the order of the two passes per image, which changes some pixels by one level;
-matching it, decode, crop, normalize, batching, the nearest filter and RGBA (Pillow premultiplies
-alpha) are still to come.
+- ``decode`` / ``decode_batch``: JPEG (libjpeg-turbo) and PNG bytes to uint8 (H, W, C) arrays with
+  pixels identical to Pillow's ``ImageOps.exif_transpose(Image.open(f)).convert(mode)``.
+- ``resize``: bit-exact with ``PIL.Image.resize`` of Pillow 12.x (horizontal pass, then
+  vertical) for 8-bit L and RGB images with the box, bilinear, hamming, bicubic and lanczos filters.
+  Pillow 13 picks the order of the two passes per image, which changes some pixels by one level.
+
+Still to come: the nearest filter, RGBA resize (Pillow premultiplies alpha) and float32.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from . import _core
+from .errors import DecodeError
 
-__all__ = ["resize"]
+__all__ = ["MAX_IMAGE_PIXELS", "decode", "decode_batch", "resize"]
 
 Filter = Literal["box", "bilinear", "hamming", "bicubic", "lanczos"]
+Mode = Literal["RGB", "L", "RGBA", "unchanged"]
+
+#: Images with more pixels than this are refused (``DecodeError`` with reason ``"too_large"``) unless
+#: a call passes another ``max_pixels``; the default is Pillow's ``Image.MAX_IMAGE_PIXELS``.
+MAX_IMAGE_PIXELS: int = _core.DEFAULT_MAX_PIXELS
+
+_BytesLike = bytes | bytearray | memoryview
+
+
+def _as_bytes(data: Any, index: int | None = None) -> bytes:
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, bytearray | memoryview):
+        return bytes(data)
+    where = "" if index is None else f" (image {index})"
+    raise TypeError(
+        f"decode takes the encoded file as bytes, bytearray or memoryview{where}, got "
+        f"{type(data).__name__}; read files with open(path, 'rb').read()"
+    )
+
+
+def decode(
+    data: _BytesLike,
+    *,
+    mode: Mode = "RGB",
+    apply_exif_orientation: bool = True,
+    max_pixels: int | None = MAX_IMAGE_PIXELS,
+) -> Any:
+    """Decode a JPEG or PNG file to a uint8 numpy array of shape (H, W, C).
+
+    C is 3 for ``mode="RGB"``, 1 for ``"L"``, 4 for ``"RGBA"``; ``"unchanged"`` keeps the file's
+    own channels (L 1, LA 2, RGB 3, RGBA 4 or CMYK 4; palettes expand to RGB, or RGBA with tRNS).
+    The pixels equal ``np.asarray(ImageOps.exif_transpose(Image.open(f)).convert(mode))`` of
+    Pillow (libjpeg-turbo's ISLOW IDCT and fancy upsampling; Pillow's own mode conversions, e.g.
+    16-bit grayscale PNGs clamp to 255 as Pillow's "I;16" -> "L" does). The GIL is released.
+
+    Raises ``fastprep.errors.DecodeError`` (with ``.reason``) for empty, truncated, corrupt or
+    unsupported data and for images over ``max_pixels`` (None: no limit).
+    """
+    import numpy as np
+
+    buf = _core.decode_image(_as_bytes(data), mode, apply_exif_orientation, _limit(max_pixels), 1)
+    return np.asarray(buf)
+
+
+def decode_batch(
+    items: Sequence[_BytesLike],
+    *,
+    mode: Mode = "RGB",
+    apply_exif_orientation: bool = True,
+    max_pixels: int | None = MAX_IMAGE_PIXELS,
+    num_threads: int | None = None,
+    on_error: Literal["raise", "skip"] = "raise",
+) -> list[Any]:
+    """Decode many files in parallel (``num_threads``, else ``FASTPREP_NUM_THREADS``, else the
+    CPU count), GIL released. Returns one array per input, in order.
+
+    Every image is decoded even when some fail. ``on_error="raise"`` then raises ``DecodeError`` for
+    the first failed index (its message lists how many others failed; ``.errors`` holds them all);
+    ``on_error="skip"`` puts None in place of each failed image.
+    """
+    import numpy as np
+
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    blobs = [_as_bytes(d, i) for i, d in enumerate(items)]
+    results = _core.decode_images(blobs, mode, apply_exif_orientation, _limit(max_pixels), num_threads)
+    out: list[Any] = []
+    errors: list[DecodeError] = []
+    for i, r in enumerate(results):
+        if isinstance(r, tuple):
+            reason, message = r
+            errors.append(DecodeError(message, i, reason))
+            out.append(None)
+        else:
+            out.append(np.asarray(r))
+    if errors and on_error == "raise":
+        first = errors[0]
+        if len(errors) > 1:
+            more = ", ".join(str(e.index) for e in errors[1:6]) + (", ..." if len(errors) > 6 else "")
+            first.args = (f"{first.args[0]} (and {len(errors) - 1} more failed: {more})",)
+        first.errors = errors
+        raise first
+    return out
+
+
+def _limit(max_pixels: int | None) -> int | None:
+    if max_pixels is None:
+        return None
+    if int(max_pixels) <= 0:
+        raise ValueError(f"max_pixels must be positive or None (no limit), got {max_pixels}")
+    return int(max_pixels)
 
 
 def resize(image: Any, size: tuple[int, int], *, filter: Filter = "bicubic") -> Any:

@@ -89,3 +89,50 @@ pub enum ImageError {
     #[error("{0}")]
     InvalidSize(String),
 }
+
+/// Why one encoded image could not be decoded. Batch calls pair it with the image's index.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum DecodeError {
+    #[error("empty input: there are no bytes to decode")]
+    Empty,
+    #[error(
+        "not a JPEG or PNG file (it starts with {0}); fastprep decodes JPEG and PNG, so convert \
+         other formats first"
+    )]
+    UnknownFormat(String),
+    #[error("truncated {0} file: {1}; the data ends before the image does (an interrupted download or write?)")]
+    Truncated(&'static str, String),
+    #[error("corrupt {0} file: {1}")]
+    Corrupt(&'static str, String),
+    #[error("unsupported {0}: {1}")]
+    Unsupported(&'static str, String),
+    #[error(
+        "image of {width}x{height} = {pixels} pixels is over the limit of {limit} pixels, like \
+         Pillow's MAX_IMAGE_PIXELS (a decompression bomb?); pass a larger max_pixels, or None, \
+         if the file is trusted"
+    )]
+    TooLarge {
+        width: usize,
+        height: usize,
+        pixels: u64,
+        limit: u64,
+    },
+    #[error("{0}")]
+    Resources(String),
+}
+
+impl DecodeError {
+    /// A short machine-readable reason, kept stable for `DecodeError.reason` in Python.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Empty => "empty",
+            Self::UnknownFormat(_) => "unknown_format",
+            Self::Truncated(..) => "truncated",
+            Self::Corrupt(..) => "corrupt",
+            Self::Unsupported(..) => "unsupported",
+            Self::TooLarge { .. } => "too_large",
+            Self::Resources(_) => "resources",
+        }
+    }
+}

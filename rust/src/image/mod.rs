@@ -1,4 +1,9 @@
-//! Image preprocessing on the CPU. So far: Pillow-exact convolution resize (`resize`).
+//! Image preprocessing on the CPU: decoding (`decode`, over libjpeg-turbo and the `png` crate)
+//! and Pillow-exact convolution resize (`resize`).
+pub mod decode;
+mod jpeg;
+mod png;
 pub mod resize;
 
+pub use decode::{decode, DecodeOptions, Image, Mode, DEFAULT_MAX_PIXELS};
 pub use resize::{resize_u8, Filter};

@@ -1,10 +1,15 @@
 //! `_core.resize_u8`: the binding of the Pillow-exact resize (facade in `fastprep/image.py`).
-use crate::error::ImageError;
-use crate::image::{resize_u8 as resize, Filter};
+use super::buffer::PixelBuffer;
+use super::threads;
+use crate::error::{DecodeError as CoreDecodeError, ImageError};
+use crate::image::{
+    decode, resize_u8 as resize, DecodeOptions, Filter, Image, Mode, DEFAULT_MAX_PIXELS,
+};
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyByteArray;
+use pyo3::types::{PyByteArray, PyBytes};
+use rayon::prelude::*;
 
 impl From<ImageError> for PyErr {
     fn from(e: ImageError) -> Self {
@@ -35,4 +40,85 @@ pub fn resize_u8<'py>(
     let src = buf.to_vec(py)?;
     let out = py.detach(|| resize(&src, width, height, channels, out_width, out_height, filter))?;
     Ok(PyByteArray::new(py, &out))
+}
+
+pyo3::import_exception!(fastprep.errors, DecodeError);
+
+/// The Python `DecodeError` for one image (`index` None for a single decode).
+pub fn decode_error(e: &CoreDecodeError, index: Option<usize>) -> PyErr {
+    DecodeError::new_err((e.to_string(), index, e.reason()))
+}
+
+fn options(
+    mode: &str,
+    apply_exif_orientation: bool,
+    max_pixels: Option<u64>,
+    scale_denom: u32,
+) -> PyResult<DecodeOptions> {
+    let mode = Mode::parse(mode).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "mode must be 'RGB', 'L', 'RGBA' or 'unchanged', got {mode:?}"
+        ))
+    })?;
+    if !matches!(scale_denom, 1 | 2 | 4 | 8) {
+        return Err(PyValueError::new_err(format!(
+            "scale_denom must be 1, 2, 4 or 8 (libjpeg's DCT scaling), got {scale_denom}"
+        )));
+    }
+    Ok(DecodeOptions {
+        mode,
+        apply_exif_orientation,
+        max_pixels,
+        scale_denom,
+    })
+}
+
+fn to_buffer(img: Image) -> PixelBuffer {
+    PixelBuffer::new(img.pixels, img.height, img.width, img.channels)
+}
+
+/// Decodes one JPEG or PNG (bytes) to a `PixelBuffer`; the GIL is released while decoding.
+#[pyfunction]
+#[pyo3(signature = (data, mode = "RGB", apply_exif_orientation = true, max_pixels = Some(DEFAULT_MAX_PIXELS), scale_denom = 1))]
+pub fn decode_image(
+    py: Python<'_>,
+    data: &[u8],
+    mode: &str,
+    apply_exif_orientation: bool,
+    max_pixels: Option<u64>,
+    scale_denom: u32,
+) -> PyResult<PixelBuffer> {
+    let opts = options(mode, apply_exif_orientation, max_pixels, scale_denom)?;
+    py.detach(|| decode(data, &opts))
+        .map(to_buffer)
+        .map_err(|e| decode_error(&e, None))
+}
+
+/// Decodes a list of bytes on fastprep's thread pool. Each item is a `PixelBuffer`, or for an
+/// image that failed, a `(reason, message)` tuple; the facade raises or skips.
+#[pyfunction]
+#[pyo3(signature = (items, mode = "RGB", apply_exif_orientation = true, max_pixels = Some(DEFAULT_MAX_PIXELS), num_threads = None))]
+pub fn decode_images<'py>(
+    py: Python<'py>,
+    items: Vec<Bound<'py, PyBytes>>,
+    mode: &str,
+    apply_exif_orientation: bool,
+    max_pixels: Option<u64>,
+    num_threads: Option<usize>,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let opts = options(mode, apply_exif_orientation, max_pixels, 1)?;
+    let slices: Vec<&[u8]> = items.iter().map(PyBytesMethods::as_bytes).collect();
+    let threads = threads::resolve(num_threads).min(slices.len().max(1));
+    let results: Vec<Result<Image, CoreDecodeError>> = py.detach(|| {
+        threads::run(threads, || {
+            slices.par_iter().map(|d| decode(d, &opts)).collect()
+        })
+    });
+    results
+        .into_iter()
+        .map(|r| match r {
+            Ok(img) => Ok(Bound::new(py, to_buffer(img))?.into_any()),
+            Err(e) => Ok((e.reason(), e.to_string()).into_pyobject(py)?.into_any()),
+        })
+        .collect()
 }

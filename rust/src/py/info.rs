@@ -13,5 +13,7 @@ pub fn build_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     d.set_item("target", build::TARGET)?;
     d.set_item("simd_compiled", build::simd_compiled())?;
     d.set_item("simd_detected", build::simd_detected())?;
+    d.set_item("libjpeg_turbo", "3.1.0")?;
+    d.set_item("libjpeg_turbo_simd", build::JPEG_SIMD)?;
     Ok(d)
 }

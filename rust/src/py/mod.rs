@@ -2,6 +2,7 @@
 //! Each binding converts Python values to owned Rust data, runs the work with the thread detached
 //! from the interpreter where it can take long, and maps core errors in `errors.rs`.
 
+mod buffer;
 mod errors;
 mod image;
 mod info;
@@ -25,6 +26,10 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(pool::pool_stress, m)?)?;
     m.add_function(wrap_pyfunction!(info::build_info, m)?)?;
     m.add_function(wrap_pyfunction!(image::resize_u8, m)?)?;
+    m.add_class::<buffer::PixelBuffer>()?;
+    m.add_function(wrap_pyfunction!(image::decode_image, m)?)?;
+    m.add_function(wrap_pyfunction!(image::decode_images, m)?)?;
+    m.add("DEFAULT_MAX_PIXELS", crate::image::DEFAULT_MAX_PIXELS)?;
     m.add_function(wrap_pyfunction!(kernels::kernel_names, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::kernel_source, m)?)?;
     Ok(())

@@ -1,0 +1,335 @@
+//! Decoding JPEG and PNG bytes to 8-bit pixels identical to Pillow's
+//! `ImageOps.exif_transpose(Image.open(f)).convert(mode)`.
+//!
+//! The decoders give the file's own channels (`Raw`); the mode conversions here are Pillow's
+//! (libImaging/Convert.c) so that, e.g., `mode="L"` of a colour JPEG is Pillow's ITU-R 601 luma of
+//! the decoded RGB, not libjpeg's Y channel, which differs by rounding.
+pub use crate::error::DecodeError;
+
+/// Pillow's default `Image.MAX_IMAGE_PIXELS` (1024 * 1024 * 1024 // 4 // 3).
+pub const DEFAULT_MAX_PIXELS: u64 = 89_478_485;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RawKind {
+    L,
+    La,
+    Rgb,
+    Rgba,
+    Cmyk,
+}
+
+impl RawKind {
+    pub fn channels(self) -> usize {
+        match self {
+            Self::L => 1,
+            Self::La => 2,
+            Self::Rgb => 3,
+            Self::Rgba | Self::Cmyk => 4,
+        }
+    }
+}
+
+/// A decoded image in the file's own channel layout.
+#[derive(Debug, Clone)]
+pub struct Raw {
+    pub width: usize,
+    pub height: usize,
+    pub kind: RawKind,
+    pub pixels: Vec<u8>,
+}
+
+/// The channels asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    L,
+    Rgb,
+    Rgba,
+    /// The file's own channels: L, LA, RGB, RGBA or CMYK (palettes expanded to RGB or RGBA).
+    Unchanged,
+}
+
+impl Mode {
+    pub fn parse(name: &str) -> Option<Self> {
+        Some(match name {
+            "L" => Self::L,
+            "RGB" => Self::Rgb,
+            "RGBA" => Self::Rgba,
+            "unchanged" => Self::Unchanged,
+            _ => return None,
+        })
+    }
+}
+
+/// A decoded image: `height` rows of `width` pixels of `channels` interleaved bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Image {
+    pub width: usize,
+    pub height: usize,
+    pub channels: usize,
+    pub pixels: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    Jpeg,
+    Png,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub struct DecodeOptions {
+    pub mode: Mode,
+    pub apply_exif_orientation: bool,
+    pub max_pixels: Option<u64>,
+    /// JPEG only: DCT-domain downscale by 1, 2, 4 or 8 (Pillow's `draft`).
+    pub scale_denom: u32,
+}
+
+impl Default for DecodeOptions {
+    fn default() -> Self {
+        Self {
+            mode: Mode::Rgb,
+            apply_exif_orientation: true,
+            max_pixels: Some(DEFAULT_MAX_PIXELS),
+            scale_denom: 1,
+        }
+    }
+}
+
+pub fn check_pixels(width: usize, height: usize, max: Option<u64>) -> Result<(), DecodeError> {
+    let pixels = width as u64 * height as u64;
+    if width == 0 || height == 0 {
+        return Err(DecodeError::Corrupt(
+            "image",
+            format!("header declares an empty {width}x{height} image"),
+        ));
+    }
+    match max {
+        Some(limit) if pixels > limit => Err(DecodeError::TooLarge {
+            width,
+            height,
+            pixels,
+            limit,
+        }),
+        _ => Ok(()),
+    }
+}
+
+pub fn sniff(data: &[u8]) -> Result<Format, DecodeError> {
+    if data.is_empty() {
+        return Err(DecodeError::Empty);
+    }
+    if data.starts_with(&[0xFF, 0xD8, 0xFF]) {
+        Ok(Format::Jpeg)
+    } else if data.starts_with(b"\x89PNG\r\n\x1a\n") {
+        Ok(Format::Png)
+    } else {
+        let head: Vec<String> = data.iter().take(8).map(|b| format!("{b:02x}")).collect();
+        Err(DecodeError::UnknownFormat(format!(
+            "bytes {}",
+            head.join(" ")
+        )))
+    }
+}
+
+/// Width and height as stored in the header, before any EXIF rotation (cheap: no pixel decoding).
+pub fn stored_size(data: &[u8]) -> Result<(usize, usize, Format), DecodeError> {
+    match sniff(data)? {
+        Format::Jpeg => {
+            let info = super::jpeg::read_info(data)?;
+            Ok((info.width, info.height, Format::Jpeg))
+        }
+        Format::Png => {
+            let reader = png::Decoder::new(std::io::Cursor::new(data))
+                .read_info()
+                .map_err(|e| DecodeError::Corrupt("PNG", e.to_string()))?;
+            let info = reader.info();
+            Ok((info.width as usize, info.height as usize, Format::Png))
+        }
+    }
+}
+
+/// EXIF orientation (1-8) of the file, 1 when absent or unreadable (as Pillow treats it).
+pub fn orientation(data: &[u8], format: Format, png_exif: Option<Vec<u8>>) -> u32 {
+    let reader = exif::Reader::new();
+    let parsed = match (format, png_exif) {
+        (Format::Png, Some(raw)) => reader.read_raw(raw).ok(),
+        (Format::Png, None) => None,
+        (Format::Jpeg, _) => {
+            // Only the markers before the image data can hold EXIF: don't let the parser walk
+            // (or copy) the entropy-coded segment.
+            reader
+                .read_from_container(&mut std::io::Cursor::new(jpeg_header_segment(data)))
+                .ok()
+        }
+    };
+    parsed
+        .and_then(|e| {
+            e.get_field(exif::Tag::Orientation, exif::In::PRIMARY)
+                .and_then(|f| f.value.get_uint(0))
+        })
+        .filter(|o| (1..=8).contains(o))
+        .unwrap_or(1)
+}
+
+/// The bytes of a JPEG up to its first SOS marker, followed by EOI.
+fn jpeg_header_segment(data: &[u8]) -> Vec<u8> {
+    let mut i = 2;
+    while i + 4 <= data.len() && data[i] == 0xFF {
+        let marker = data[i + 1];
+        if marker == 0xDA || marker == 0xD9 {
+            break;
+        }
+        if marker == 0xFF {
+            i += 1;
+            continue;
+        }
+        i += 2 + usize::from(u16::from_be_bytes([data[i + 2], data[i + 3]]));
+    }
+    let mut head = data[..i.min(data.len())].to_vec();
+    head.extend_from_slice(&[0xFF, 0xD9]);
+    head
+}
+
+/// Decodes one JPEG or PNG file.
+pub fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Image, DecodeError> {
+    let format = sniff(data)?;
+    let (raw, png_exif) = match format {
+        Format::Jpeg => (
+            super::jpeg::decode(data, opts.max_pixels, opts.scale_denom)?,
+            None,
+        ),
+        Format::Png => {
+            let out = super::png::decode(data, opts.max_pixels)?;
+            (out.raw, out.exif)
+        }
+    };
+    let mut img = convert(raw, opts.mode);
+    if opts.apply_exif_orientation {
+        let o = orientation(data, format, png_exif);
+        if o != 1 {
+            img = orient(&img, o);
+        }
+    }
+    Ok(img)
+}
+
+/// Pillow's `L24`: ITU-R 601-2 luma in 16-bit fixed point, rounded.
+#[inline]
+fn luma(r: u8, g: u8, b: u8) -> u8 {
+    ((u32::from(r) * 19595 + u32::from(g) * 38470 + u32::from(b) * 7471 + 0x8000) >> 16) as u8
+}
+
+/// Pillow's `MULDIV255`: a * b / 255 rounded, in integers.
+#[inline]
+fn muldiv255(a: u8, b: u8) -> u8 {
+    let t = u32::from(a) * u32::from(b) + 128;
+    (((t >> 8) + t) >> 8) as u8
+}
+
+/// Pillow's `cmyk2rgb`.
+#[inline]
+fn cmyk_to_rgb(p: &[u8]) -> [u8; 3] {
+    let nk = 255 - p[3];
+    [
+        nk.saturating_sub(muldiv255(p[0], nk)),
+        nk.saturating_sub(muldiv255(p[1], nk)),
+        nk.saturating_sub(muldiv255(p[2], nk)),
+    ]
+}
+
+/// Converts to `mode` with Pillow's conversions (alpha dropped, not composited, as Pillow does).
+pub fn convert(raw: Raw, mode: Mode) -> Image {
+    use RawKind as K;
+    let (w, h) = (raw.width, raw.height);
+    let src = &raw.pixels;
+    let out_channels = match (mode, raw.kind) {
+        (Mode::Unchanged, k) => k.channels(),
+        (Mode::L, _) => 1,
+        (Mode::Rgb, _) => 3,
+        (Mode::Rgba, _) => 4,
+    };
+    let keep = matches!(
+        (mode, raw.kind),
+        (Mode::Unchanged, _) | (Mode::L, K::L) | (Mode::Rgb, K::Rgb) | (Mode::Rgba, K::Rgba)
+    );
+    if keep {
+        return Image {
+            width: w,
+            height: h,
+            channels: out_channels,
+            pixels: raw.pixels,
+        };
+    }
+    let n = w * h;
+    let mut out = Vec::with_capacity(n * out_channels);
+    let cin = raw.kind.channels();
+    for p in src.chunks_exact(cin) {
+        let (rgb, a) = match raw.kind {
+            K::L => ([p[0]; 3], 255),
+            K::La => ([p[0]; 3], p[1]),
+            K::Rgb => ([p[0], p[1], p[2]], 255),
+            K::Rgba => ([p[0], p[1], p[2]], p[3]),
+            K::Cmyk => (cmyk_to_rgb(p), 255),
+        };
+        match mode {
+            // L from gray keeps the sample itself (luma of r=g=b is exact anyway).
+            Mode::L => out.push(if matches!(raw.kind, K::L | K::La) {
+                p[0]
+            } else {
+                luma(rgb[0], rgb[1], rgb[2])
+            }),
+            Mode::Rgb => out.extend_from_slice(&rgb),
+            Mode::Rgba => out.extend_from_slice(&[rgb[0], rgb[1], rgb[2], a]),
+            Mode::Unchanged => unreachable!("handled above"),
+        }
+    }
+    Image {
+        width: w,
+        height: h,
+        channels: out_channels,
+        pixels: out,
+    }
+}
+
+/// Applies an EXIF orientation (2-8) like Pillow's `ImageOps.exif_transpose`.
+pub fn orient(img: &Image, orientation: u32) -> Image {
+    let (w, h, c) = (img.width, img.height, img.channels);
+    // (swap axes, flip x, flip y) of the output relative to the source. Pillow's methods:
+    // 2 FLIP_LEFT_RIGHT, 3 ROTATE_180, 4 FLIP_TOP_BOTTOM, 5 TRANSPOSE, 6 ROTATE_270,
+    // 7 TRANSVERSE, 8 ROTATE_90.
+    let (swap, fx, fy) = match orientation {
+        2 => (false, true, false),
+        3 => (false, true, true),
+        4 => (false, false, true),
+        5 => (true, false, false),
+        6 => (true, false, true),
+        7 => (true, true, true),
+        8 => (true, true, false),
+        _ => return img.clone(),
+    };
+    let (ow, oh) = if swap { (h, w) } else { (w, h) };
+    let mut out = vec![0u8; img.pixels.len()];
+    for oy in 0..oh {
+        for ox in 0..ow {
+            // Output (ox, oy) reads source (sx, sy).
+            let (mut sx, mut sy) = if swap { (oy, ox) } else { (ox, oy) };
+            // The flips are of the source's axes (for a swap, fx flips what becomes the
+            // output's y).
+            if fx {
+                sx = w - 1 - sx;
+            }
+            if fy {
+                sy = h - 1 - sy;
+            }
+            let s = (sy * w + sx) * c;
+            let d = (oy * ow + ox) * c;
+            out[d..d + c].copy_from_slice(&img.pixels[s..s + c]);
+        }
+    }
+    Image {
+        width: ow,
+        height: oh,
+        channels: c,
+        pixels: out,
+    }
+}

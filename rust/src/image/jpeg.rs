@@ -1,0 +1,226 @@
+//! JPEG decoding through libjpeg-turbo's TurboJPEG 3 API, set up as Pillow sets up libjpeg: ISLOW
+//! integer IDCT and fancy (smooth) chroma upsampling, both TurboJPEG's defaults. That is what makes
+//! the pixels identical to Pillow's, OpenCV's and torchvision's.
+use super::decode::{DecodeError, Raw, RawKind};
+use std::cell::RefCell;
+use std::ffi::CStr;
+use turbojpeg_sys as tj;
+
+/// Progressive scans allowed per image: libjpeg-turbo's own fuzzers use 500. A crafted file with
+/// thousands of tiny scans otherwise takes seconds to decode; this makes it fail fast instead.
+const SCAN_LIMIT: i32 = 500;
+
+/// One TurboJPEG handle per thread: creating one costs an allocation of its error manager and
+/// tables, and a handle must not be shared between threads.
+struct Handle(tj::tjhandle);
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // SAFETY: created by tj3Init, destroyed once.
+        unsafe { tj::tj3Destroy(self.0) }
+    }
+}
+
+thread_local! {
+    static HANDLE: RefCell<Option<Handle>> = const { RefCell::new(None) };
+}
+
+fn with_handle<R>(
+    f: impl FnOnce(tj::tjhandle) -> Result<R, DecodeError>,
+) -> Result<R, DecodeError> {
+    HANDLE.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        if slot.is_none() {
+            // SAFETY: plain constructor; a null return is checked.
+            let h = unsafe { tj::tj3Init(tj::TJINIT_TJINIT_DECOMPRESS as i32) };
+            if h.is_null() {
+                return Err(DecodeError::Resources(
+                    "could not create a libjpeg-turbo decompressor".into(),
+                ));
+            }
+            // SAFETY: a live handle; the parameter exists in TurboJPEG 3.
+            unsafe { tj::tj3Set(h, tj::TJPARAM_TJPARAM_SCANLIMIT as i32, SCAN_LIMIT) };
+            *slot = Some(Handle(h));
+        }
+        let result = f(slot.as_ref().map_or(std::ptr::null_mut(), |h| h.0));
+        if result.is_err() {
+            // libjpeg keeps state across images in one decompressor (Huffman and quantization
+            // tables, for abbreviated streams); after a corrupt file that state can poison the
+            // next good one, so a failed handle is replaced.
+            *slot = None;
+        }
+        result
+    })
+}
+
+fn error_string(h: tj::tjhandle) -> String {
+    // SAFETY: TurboJPEG returns a pointer to a NUL-terminated string owned by the handle.
+    unsafe {
+        let p = tj::tj3GetErrorStr(h);
+        if p.is_null() {
+            "unknown libjpeg-turbo error".to_string()
+        } else {
+            CStr::from_ptr(p).to_string_lossy().into_owned()
+        }
+    }
+}
+
+fn classify(msg: String) -> DecodeError {
+    // libjpeg says "Premature end of JPEG file" (a warning) or "... empty ..." when data runs out;
+    // Pillow refuses such files ("image file is truncated"), so fastprep does too.
+    let lower = msg.to_ascii_lowercase();
+    if lower.contains("premature end") || lower.contains("empty") || lower.contains("truncated") {
+        DecodeError::Truncated("JPEG", msg)
+    } else if lower.contains("unsupported")
+        || lower.contains("precision")
+        || lower.contains("lossless")
+    {
+        DecodeError::Unsupported("JPEG", msg)
+    } else {
+        DecodeError::Corrupt("JPEG", msg)
+    }
+}
+
+/// What the header says, read without decoding.
+#[derive(Debug, Clone, Copy)]
+pub struct JpegInfo {
+    pub width: usize,
+    pub height: usize,
+    pub colorspace: i32,
+}
+
+/// Whether a frame header (SOFn) comes before the scan data. TurboJPEG reports success for a
+/// "tables-only" stream, which is also what a file cut before its SOF looks like, and leaves the
+/// previous image's size in the handle: so this walk of the markers decides first.
+fn has_frame_header(data: &[u8]) -> bool {
+    let mut i = 2;
+    while i + 4 <= data.len() {
+        if data[i] != 0xFF {
+            return false;
+        }
+        let marker = data[i + 1];
+        match marker {
+            0xFF => {
+                i += 1;
+                continue;
+            }
+            0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => return true,
+            0xDA | 0xD9 => return false,
+            _ => {}
+        }
+        i += 2 + usize::from(u16::from_be_bytes([data[i + 2], data[i + 3]]));
+    }
+    false
+}
+
+/// A non-zero TurboJPEG return: fatal, or a warning that still left a complete result (libjpeg's
+/// "corrupt data: N extraneous bytes" kind, which Pillow ignores too). Running out of data is
+/// refused, as Pillow refuses it ("image file is truncated").
+fn check(h: tj::tjhandle, rc: i32) -> Result<(), DecodeError> {
+    if rc == 0 {
+        return Ok(());
+    }
+    // SAFETY: a live handle.
+    let code = unsafe { tj::tj3GetErrorCode(h) };
+    let msg = error_string(h);
+    if code != tj::TJERR_TJERR_WARNING as i32 || msg.to_ascii_lowercase().contains("premature end")
+    {
+        Err(classify(msg))
+    } else {
+        Ok(())
+    }
+}
+
+fn header(h: tj::tjhandle, data: &[u8]) -> Result<JpegInfo, DecodeError> {
+    if !has_frame_header(data) {
+        return Err(DecodeError::Truncated(
+            "JPEG",
+            "no frame header (SOF marker) before the data ends or the scan starts".into(),
+        ));
+    }
+    // SAFETY: `data` is a valid slice for the duration of the call.
+    check(h, unsafe {
+        tj::tj3DecompressHeader(h, data.as_ptr(), data.len() as tj::size_t)
+    })?;
+    // SAFETY: a live handle on which a header was just read.
+    let get = |p: u32| unsafe { tj::tj3Get(h, p as i32) };
+    if get(tj::TJPARAM_TJPARAM_PRECISION) != 8 {
+        return Err(DecodeError::Unsupported(
+            "JPEG",
+            format!(
+                "{}-bit samples (Pillow decodes only 8-bit JPEGs); convert the file to 8-bit",
+                get(tj::TJPARAM_TJPARAM_PRECISION)
+            ),
+        ));
+    }
+    if get(tj::TJPARAM_TJPARAM_LOSSLESS) != 0 {
+        return Err(DecodeError::Unsupported(
+            "JPEG",
+            "lossless JPEG (SOF3), which Pillow does not decode either".into(),
+        ));
+    }
+    Ok(JpegInfo {
+        width: get(tj::TJPARAM_TJPARAM_JPEGWIDTH).max(0) as usize,
+        height: get(tj::TJPARAM_TJPARAM_JPEGHEIGHT).max(0) as usize,
+        colorspace: get(tj::TJPARAM_TJPARAM_COLORSPACE),
+    })
+}
+
+/// Reads the header only (size, colorspace) for `max_pixels` checks and for choosing a draft scale.
+pub fn read_info(data: &[u8]) -> Result<JpegInfo, DecodeError> {
+    with_handle(|h| header(h, data))
+}
+
+/// Decodes to the image's own channels: gray (1), RGB (3, from YCbCr or RGB) or CMYK (4, inverted back as Pillow
+/// does). `scale_denom` (1, 2, 4 or 8) is libjpeg's DCT-domain downscale,
+/// as Pillow's `Image.draft` uses it; sizes round up (`ceil(w / denom)`).
+pub fn decode(data: &[u8], max_pixels: Option<u64>, scale_denom: u32) -> Result<Raw, DecodeError> {
+    with_handle(|h| {
+        let info = header(h, data)?;
+        super::decode::check_pixels(info.width, info.height, max_pixels)?;
+        let (pf, channels, kind) = match info.colorspace as u32 {
+            tj::TJCS_TJCS_GRAY => (tj::TJPF_TJPF_GRAY, 1, RawKind::L),
+            tj::TJCS_TJCS_CMYK | tj::TJCS_TJCS_YCCK => (tj::TJPF_TJPF_CMYK, 4, RawKind::Cmyk),
+            _ => (tj::TJPF_TJPF_RGB, 3, RawKind::Rgb),
+        };
+        let factor = tj::tjscalingfactor {
+            num: 1,
+            denom: scale_denom as i32,
+        };
+        // SAFETY: a live handle; 1/1, 1/2, 1/4 and 1/8 are always among TurboJPEG's factors.
+        if unsafe { tj::tj3SetScalingFactor(h, factor) } != 0 {
+            return Err(DecodeError::Unsupported(
+                "JPEG",
+                format!("scale 1/{scale_denom}: {}", error_string(h)),
+            ));
+        }
+        let d = scale_denom as usize;
+        let (width, height) = (info.width.div_ceil(d), info.height.div_ceil(d));
+        let mut pixels = vec![0u8; width * height * channels];
+        // SAFETY: `pixels` holds exactly width*height*channels bytes, the size TurboJPEG writes
+        // for this pixel format and scaling factor with pitch 0 (= width * channels).
+        let rc = unsafe {
+            tj::tj3Decompress8(
+                h,
+                data.as_ptr(),
+                data.len() as tj::size_t,
+                pixels.as_mut_ptr(),
+                0,
+                pf,
+            )
+        };
+        check(h, rc)?;
+        // Pillow always assumes Adobe's inverted CMYK (rawmode "CMYK;I", read and write alike).
+        if kind == RawKind::Cmyk {
+            for v in &mut pixels {
+                *v = 255 - *v;
+            }
+        }
+        Ok(Raw {
+            width,
+            height,
+            kind,
+            pixels,
+        })
+    })
+}
