@@ -87,3 +87,30 @@ def test_errors_say_what_to_do():
         fastprep.resize(img, (0, 2))
     with pytest.raises(ValueError, match=r"\(H, W\)"):
         fastprep.resize(np.zeros(4, np.uint8), (2, 2))
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    h=st.integers(1, 60),
+    w=st.integers(1, 60),
+    oh=st.integers(1, 60),
+    ow=st.integers(1, 60),
+    data=st.data(),
+    name=st.sampled_from(list(FILTERS)),
+    channels=st.sampled_from([1, 3]),
+)
+def test_window_equals_resize_then_crop(h, w, oh, ow, data, name, channels):
+    """The preprocessing path resizes only the crop window; it must give the crop's exact bytes."""
+    from fastprep import _core
+
+    x = data.draw(st.integers(0, ow - 1))
+    y = data.draw(st.integers(0, oh - 1))
+    cw = data.draw(st.integers(1, ow - x))
+    ch = data.draw(st.integers(1, oh - y))
+    img = _images(h, w)["photo"]
+    img = np.ascontiguousarray(img[..., :channels])
+    full = np.asarray(_core.resize_u8(img, h, w, channels, ow, oh, name))
+    part = np.asarray(_core.resize_u8(img, h, w, channels, ow, oh, name, (x, y, cw, ch)))
+    np.testing.assert_array_equal(part, full[y : y + ch, x : x + cw])
+    if channels == 3:
+        np.testing.assert_array_equal(full, _pillow(img, (ow, oh), name))

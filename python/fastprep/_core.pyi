@@ -8,8 +8,15 @@ build_profile: Final[Literal["release", "debug"]]
 
 def build_info() -> dict[str, Any]: ...
 def resize_u8(
-    data: Any, height: int, width: int, channels: int, out_width: int, out_height: int, filter: str
-) -> bytearray: ...
+    data: Any,
+    height: int,
+    width: int,
+    channels: int,
+    out_width: int,
+    out_height: int,
+    filter: str,
+    window: tuple[int, int, int, int] | None = None,
+) -> PixelBuffer: ...
 def decode_image(
     data: bytes,
     mode: str = "RGB",

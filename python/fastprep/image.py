@@ -138,6 +138,5 @@ def resize(image: Any, size: tuple[int, int], *, filter: Filter = "bicubic") -> 
     if out_width <= 0 or out_height <= 0:
         raise ValueError(f"size must be two positive integers (width, height), got {size}")
     arr = np.ascontiguousarray(arr)
-    out = _core.resize_u8(arr, height, width, channels, out_width, out_height, filter)
-    shape = (out_height, out_width) if arr.ndim == 2 else (out_height, out_width, channels)
-    return np.frombuffer(out, dtype=np.uint8).reshape(shape)
+    out = np.asarray(_core.resize_u8(arr, height, width, channels, out_width, out_height, filter))
+    return out[..., 0] if arr.ndim == 2 else out

@@ -4,6 +4,7 @@ pub mod decode;
 mod jpeg;
 mod png;
 pub mod resize;
+mod resize_kernels;
 
 pub use decode::{decode, DecodeOptions, Image, Mode, DEFAULT_MAX_PIXELS};
-pub use resize::{resize_u8, Filter};
+pub use resize::{resize_u8, resize_window_u8, Filter, Window};

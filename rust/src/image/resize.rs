@@ -4,9 +4,10 @@
 //! filter weights are computed in f64 per output pixel, normalized, then rounded to 22-bit fixed
 //! point (`PRECISION_BITS = 32 - 8 - 2`); each pass accumulates in i32 from a half-unit bias and
 //! clips. The horizontal pass runs first, over only the rows the vertical pass will read.
+use super::resize_kernels::{self as kernels, Taps};
 use crate::error::ImageError;
 
-const PRECISION_BITS: u32 = 32 - 8 - 2;
+pub(super) const PRECISION_BITS: u32 = 32 - 8 - 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Filter {
@@ -143,9 +144,15 @@ fn coeffs(in_size: usize, in0: f32, in1: f32, out_size: usize, filter: Filter) -
     Coeffs { ksize, bounds, kk }
 }
 
-#[inline]
-fn clip8(v: i32) -> u8 {
-    (v >> PRECISION_BITS).clamp(0, 255) as u8
+/// A rectangle of the output (`x`, `y`, `width`, `height`): a crop computed straight from the
+/// source. Pillow's weights for an output pixel depend only on the two sizes, so computing only
+/// the window gives exactly the bytes that resizing all and cropping would.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub x: usize,
+    pub y: usize,
+    pub width: usize,
+    pub height: usize,
 }
 
 /// Resizes an 8-bit image of `channels` interleaved channels (1: L, 3: RGB; Pillow's RGBA path
@@ -158,6 +165,29 @@ pub fn resize_u8(
     out_width: usize,
     out_height: usize,
     filter: Filter,
+) -> Result<Vec<u8>, ImageError> {
+    let all = Window {
+        x: 0,
+        y: 0,
+        width: out_width,
+        height: out_height,
+    };
+    resize_window_u8(
+        src, width, height, channels, out_width, out_height, filter, all,
+    )
+}
+
+/// `resize_u8` restricted to `window` of the `out_width` x `out_height` result.
+#[allow(clippy::too_many_arguments)]
+pub fn resize_window_u8(
+    src: &[u8],
+    width: usize,
+    height: usize,
+    channels: usize,
+    out_width: usize,
+    out_height: usize,
+    filter: Filter,
+    window: Window,
 ) -> Result<Vec<u8>, ImageError> {
     if !matches!(channels, 1 | 3) {
         return Err(ImageError::Unsupported(format!(
@@ -176,52 +206,67 @@ pub fn resize_u8(
             src.len()
         )));
     }
+    if window.width == 0
+        || window.height == 0
+        || window.x + window.width > out_width
+        || window.y + window.height > out_height
+    {
+        return Err(ImageError::InvalidSize(format!(
+            "window {window:?} is not inside the {out_width}x{out_height} output"
+        )));
+    }
     let need_h = out_width != width;
     let need_v = out_height != height;
-    let vert = coeffs(height, 0.0, height as f32, out_height, filter);
-    let first = vert.bounds[0].0;
-    let last = vert.bounds[out_height - 1].0 + vert.bounds[out_height - 1].1;
+    let win_rows = window.y..window.y + window.height;
+    let win_cols = window.x..window.x + window.width;
 
-    let (mut img, mut w, mut rows_offset) = (std::borrow::Cow::Borrowed(src), width, 0usize);
-    if need_h {
+    // Horizontal pass, over only the source rows the vertical pass (or the window) reads.
+    let vert = need_v.then(|| coeffs(height, 0.0, height as f32, out_height, filter));
+    let (first, last) = match &vert {
+        Some(v) => {
+            let (f, _) = v.bounds[window.y];
+            let (l, n) = v.bounds[window.y + window.height - 1];
+            (f, l + n)
+        }
+        None => (window.y, window.y + window.height),
+    };
+    let row_bytes = window.width * channels;
+    let (img, stride, rows_offset): (std::borrow::Cow<'_, [u8]>, usize, usize) = if need_h {
         let horiz = coeffs(width, 0.0, width as f32, out_width, filter);
-        let rows = last - first;
-        let mut tmp = vec![0u8; out_width * rows * channels];
-        for y in 0..rows {
+        let taps = Taps {
+            ksize: horiz.ksize,
+            bounds: &horiz.bounds[win_cols.clone()],
+            kk: &horiz.kk[window.x * horiz.ksize..],
+        };
+        let packed = kernels::Packed::new(&taps, channels);
+        let mut tmp = vec![0u8; row_bytes * (last - first)];
+        for (y, out) in tmp.chunks_exact_mut(row_bytes).enumerate() {
             let line = &src[(y + first) * width * channels..(y + first + 1) * width * channels];
-            let out = &mut tmp[y * out_width * channels..(y + 1) * out_width * channels];
-            for (xx, &(xmin, n)) in horiz.bounds.iter().enumerate() {
-                let k = &horiz.kk[xx * horiz.ksize..xx * horiz.ksize + n];
-                for c in 0..channels {
-                    let mut ss: i32 = 1 << (PRECISION_BITS - 1);
-                    for (x, &kx) in k.iter().enumerate() {
-                        ss = ss.wrapping_add(
-                            i32::from(line[(x + xmin) * channels + c]).wrapping_mul(kx),
-                        );
-                    }
-                    out[xx * channels + c] = clip8(ss);
-                }
+            kernels::horizontal(line, out, channels, &taps, &packed);
+        }
+        (std::borrow::Cow::Owned(tmp), row_bytes, first)
+    } else {
+        // No horizontal resize: the window's columns of the source rows, in place.
+        (std::borrow::Cow::Borrowed(src), width * channels, 0)
+    };
+    let col0 = if need_h { 0 } else { window.x * channels };
+    let mut out = vec![0u8; row_bytes * window.height];
+    match &vert {
+        Some(v) => {
+            let taps = Taps {
+                ksize: v.ksize,
+                bounds: &v.bounds,
+                kk: &v.kk,
+            };
+            for (yy, line) in win_rows.zip(out.chunks_exact_mut(row_bytes)) {
+                kernels::vertical(&img[col0..], stride, yy, &taps, rows_offset, line);
             }
         }
-        img = std::borrow::Cow::Owned(tmp);
-        w = out_width;
-        rows_offset = first;
-    }
-    if !need_v {
-        return Ok(img.into_owned());
-    }
-    let mut out = vec![0u8; w * out_height * channels];
-    let stride = w * channels;
-    for (yy, &(ymin, n)) in vert.bounds.iter().enumerate() {
-        let k = &vert.kk[yy * vert.ksize..yy * vert.ksize + n];
-        let ymin = ymin - rows_offset;
-        let line = &mut out[yy * stride..(yy + 1) * stride];
-        for (i, px) in line.iter_mut().enumerate() {
-            let mut ss: i32 = 1 << (PRECISION_BITS - 1);
-            for (y, &ky) in k.iter().enumerate() {
-                ss = ss.wrapping_add(i32::from(img[(y + ymin) * stride + i]).wrapping_mul(ky));
+        None => {
+            for (yy, line) in win_rows.zip(out.chunks_exact_mut(row_bytes)) {
+                let at = (yy - rows_offset) * stride + col0;
+                line.copy_from_slice(&img[at..at + row_bytes]);
             }
-            *px = clip8(ss);
         }
     }
     Ok(out)

@@ -3,12 +3,13 @@ use super::buffer::PixelBuffer;
 use super::threads;
 use crate::error::{DecodeError as CoreDecodeError, ImageError};
 use crate::image::{
-    decode, resize_u8 as resize, DecodeOptions, Filter, Image, Mode, DEFAULT_MAX_PIXELS,
+    decode, resize_window_u8 as resize_window, DecodeOptions, Filter, Image, Mode, Window,
+    DEFAULT_MAX_PIXELS,
 };
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyByteArray, PyBytes};
+use pyo3::types::PyBytes;
 use rayon::prelude::*;
 
 impl From<ImageError> for PyErr {
@@ -17,29 +18,56 @@ impl From<ImageError> for PyErr {
     }
 }
 
-/// Resizes an 8-bit image held in any buffer (a C-contiguous numpy array): returns the new
-/// pixels as a bytearray, row-major, `channels` interleaved. The GIL is released while resizing.
+/// Resizes an 8-bit image held in any C-contiguous buffer (a numpy array) to a `PixelBuffer`;
+/// `window` = (x, y, width, height) computes only that part of the result. The GIL is released.
 #[pyfunction]
+#[pyo3(signature = (data, height, width, channels, out_width, out_height, filter, window = None))]
 #[allow(clippy::too_many_arguments)]
-pub fn resize_u8<'py>(
-    py: Python<'py>,
-    data: &Bound<'py, PyAny>,
+pub fn resize_u8(
+    py: Python<'_>,
+    data: &Bound<'_, PyAny>,
     height: usize,
     width: usize,
     channels: usize,
     out_width: usize,
     out_height: usize,
     filter: &str,
-) -> PyResult<Bound<'py, PyByteArray>> {
+    window: Option<(usize, usize, usize, usize)>,
+) -> PyResult<PixelBuffer> {
     let filter = Filter::parse(filter).ok_or_else(|| {
         PyValueError::new_err(format!(
             "filter must be 'box', 'bilinear', 'hamming', 'bicubic' or 'lanczos', got {filter:?}"
         ))
     })?;
     let buf = PyBuffer::<u8>::get(data)?;
-    let src = buf.to_vec(py)?;
-    let out = py.detach(|| resize(&src, width, height, channels, out_width, out_height, filter))?;
-    Ok(PyByteArray::new(py, &out))
+    if !buf.is_c_contiguous() {
+        return Err(PyValueError::new_err("resize needs a C-contiguous array"));
+    }
+    let win = window.map_or(
+        Window {
+            x: 0,
+            y: 0,
+            width: out_width,
+            height: out_height,
+        },
+        |(x, y, w, h)| Window {
+            x,
+            y,
+            width: w,
+            height: h,
+        },
+    );
+    let (ptr, len) = (buf.buf_ptr() as usize, buf.item_count());
+    let out = py.detach(|| {
+        // SAFETY: `buf` holds the export (the memory stays valid and in place) until it drops
+        // after this closure; it is C-contiguous with `len` bytes.
+        let src = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
+        resize_window(
+            src, width, height, channels, out_width, out_height, filter, win,
+        )
+    })?;
+    drop(buf);
+    Ok(PixelBuffer::new(out, win.height, win.width, channels))
 }
 
 pyo3::import_exception!(fastprep.errors, DecodeError);
