@@ -20,10 +20,13 @@ from .errors import (
 )
 from .image import MAX_IMAGE_PIXELS, decode, decode_batch, resize
 from .kernels import kernel_names, kernel_source
+from .pipeline import IMAGENET_MEAN, IMAGENET_STD, ImagePipeline, preprocess
 from .pool import Block, BlockPool, PoolStats
 from .tokenizer import AddedToken, Encoding, Tokenizer
 
 __all__ = [
+    "IMAGENET_MEAN",
+    "IMAGENET_STD",
     "MAX_IMAGE_PIXELS",
     "AddedToken",
     "Block",
@@ -33,6 +36,7 @@ __all__ = [
     "DeviceUnavailableError",
     "Encoding",
     "FastprepError",
+    "ImagePipeline",
     "PoolExhaustedError",
     "PoolStats",
     "TokenizeError",
@@ -48,5 +52,6 @@ __all__ = [
     "errors",
     "kernel_names",
     "kernel_source",
+    "preprocess",
     "resize",
 ]

@@ -31,6 +31,9 @@ def decode_images(
     max_pixels: int | None = ...,
     num_threads: int | None = None,
 ) -> list[PixelBuffer | tuple[str, str]]: ...
+def preprocess_into(
+    items: list[bytes], out: Any, settings: dict[str, Any], num_threads: int | None = None
+) -> tuple[list[tuple[str, str] | None], list[tuple[int, int, int]]]: ...
 
 DEFAULT_MAX_PIXELS: Final[int]
 

@@ -2,6 +2,7 @@
 use super::buffer::PixelBuffer;
 use super::threads;
 use crate::error::{DecodeError as CoreDecodeError, ImageError};
+use crate::image::pipeline::{process_one, DType, Layout, Resize, Spec, StageTimes, Tables};
 use crate::image::{
     decode, resize_window_u8 as resize_window, DecodeOptions, Filter, Image, Mode, Window,
     DEFAULT_MAX_PIXELS,
@@ -149,4 +150,128 @@ pub fn decode_images<'py>(
             Err(e) => Ok((e.reason(), e.to_string()).into_pyobject(py)?.into_any()),
         })
         .collect()
+}
+
+/// What `fastprep.ImagePipeline` passes for its settings: a dict with these keys.
+#[derive(FromPyObject)]
+#[pyo3(from_item_all)]
+pub struct SpecArgs {
+    shorter: Option<usize>,
+    size: Option<(usize, usize)>,
+    crop: Option<(usize, usize)>,
+    filter: String,
+    mean: [f32; 3],
+    std: [f32; 3],
+    layout: String,
+    dtype: String,
+    draft: bool,
+    max_pixels: Option<u64>,
+    apply_exif_orientation: bool,
+}
+
+fn spec(a: &SpecArgs) -> PyResult<Spec> {
+    let resize = match (a.shorter, a.size) {
+        (Some(s), None) if s > 0 => Resize::Shorter(s),
+        (None, Some((w, h))) if w > 0 && h > 0 => Resize::Exact(w, h),
+        _ => {
+            return Err(PyValueError::new_err(
+                "give exactly one of resize_shorter (a positive int) and size (width, height)",
+            ))
+        }
+    };
+    let bad = |what: &str, v: &str| PyValueError::new_err(format!("{what} {v:?} is not supported"));
+    let spec = Spec {
+        resize,
+        crop: a.crop,
+        filter: Filter::parse(&a.filter).ok_or_else(|| bad("filter", &a.filter))?,
+        mean: a.mean,
+        std: a.std,
+        layout: match a.layout.as_str() {
+            "NCHW" => Layout::Nchw,
+            "NHWC" => Layout::Nhwc,
+            v => return Err(bad("layout", v)),
+        },
+        dtype: match a.dtype.as_str() {
+            "float32" => DType::F32,
+            "float16" => DType::F16,
+            "uint8" => DType::U8,
+            v => return Err(bad("dtype", v)),
+        },
+        draft: a.draft,
+        max_pixels: a.max_pixels,
+        apply_exif_orientation: a.apply_exif_orientation,
+    };
+    spec.out_size().map_err(PyValueError::new_err)?;
+    Ok(spec)
+}
+
+type StageTuple = (u64, u64, u64);
+
+/// Decodes, resizes, crops and normalizes each encoded image into its slot of `out` (a writable
+/// buffer, e.g. a pool Block), in parallel with the GIL released. Returns, per image, None or the
+/// `(reason, message)` of its failure (its slot is zeroed), and the nanoseconds of each stage.
+#[pyfunction]
+#[pyo3(signature = (items, out, settings, num_threads = None))]
+pub fn preprocess_into(
+    py: Python<'_>,
+    items: Vec<Bound<'_, PyBytes>>,
+    out: &Bound<'_, PyAny>,
+    settings: SpecArgs,
+    num_threads: Option<usize>,
+) -> PyResult<(Vec<Option<(&'static str, String)>>, Vec<StageTuple>)> {
+    let spec = spec(&settings)?;
+    let per = spec.image_bytes().map_err(PyValueError::new_err)?;
+    let buf = PyBuffer::<u8>::get(out)?;
+    if buf.readonly() || !buf.is_c_contiguous() {
+        return Err(PyValueError::new_err(
+            "out must be a writable C-contiguous buffer",
+        ));
+    }
+    let need = per * items.len();
+    if buf.item_count() < need {
+        return Err(PyValueError::new_err(format!(
+            "out holds {} bytes; {} images need {need}",
+            buf.item_count(),
+            items.len()
+        )));
+    }
+    let slices: Vec<&[u8]> = items.iter().map(PyBytesMethods::as_bytes).collect();
+    let ptr = buf.buf_ptr() as usize;
+    let threads = threads::resolve(num_threads).min(slices.len().max(1));
+    let tables = Tables::new(spec.mean, spec.std);
+    let results: Vec<Result<StageTimes, CoreDecodeError>> = py.detach(|| {
+        // SAFETY: `buf` keeps the exported, writable, C-contiguous memory of at least `need`
+        // bytes alive and in place until it drops after this closure; each image gets a
+        // disjoint `per`-byte slot.
+        let all = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, need) };
+        threads::run(threads, || {
+            slices
+                .par_iter()
+                .zip(all.par_chunks_mut(per.max(1)))
+                .map(|(data, slot)| {
+                    let r = process_one(data, &spec, &tables, slot);
+                    if r.is_err() {
+                        slot.fill(0);
+                    }
+                    r
+                })
+                .collect()
+        })
+    });
+    drop(buf);
+    let mut errors = Vec::with_capacity(results.len());
+    let mut times = Vec::with_capacity(results.len());
+    for r in results {
+        match r {
+            Ok(t) => {
+                errors.push(None);
+                times.push((t.decode, t.resize, t.normalize));
+            }
+            Err(e) => {
+                errors.push(Some((e.reason(), e.to_string())));
+                times.push((0, 0, 0));
+            }
+        }
+    }
+    Ok((errors, times))
 }

@@ -1,0 +1,311 @@
+//! The preprocessing pipeline: encoded bytes -> decode -> resize (only the crop window) ->
+//! normalize into a slot of the caller's batch buffer, timing each stage.
+//!
+//! Semantics are torchvision's ImageNet evaluation transform on Pillow images, so that a model
+//! sees exactly what it was trained with: `Resize(shorter)` (the long side is
+//! `int(shorter * long / short)`), `CenterCrop(crop)` (offsets `int(round((size - crop) / 2))`,
+//! Python's round half to even), `ToTensor` (`x / 255` in float32) and `Normalize`
+//! (`(x - mean) / std` in float32). Resize is Pillow's, bit-exact; normalization is a 256-entry
+//! table per channel holding those float32 results, so it is exact too.
+use super::decode::{self, DecodeError, DecodeOptions, Mode};
+use super::resize::{resize_window_u8, Filter, Window};
+use std::time::Instant;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Resize {
+    /// Scale so that the shorter side has this length, keeping the aspect ratio.
+    Shorter(usize),
+    /// Scale to exactly (width, height).
+    Exact(usize, usize),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Layout {
+    Nchw,
+    Nhwc,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DType {
+    F32,
+    F16,
+    U8,
+}
+
+impl DType {
+    pub fn size(self) -> usize {
+        match self {
+            Self::F32 => 4,
+            Self::F16 => 2,
+            Self::U8 => 1,
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub resize: Resize,
+    /// (width, height) of the center crop; None keeps the whole resized image, which needs
+    /// `Resize::Exact` so that every image of a batch has one size.
+    pub crop: Option<(usize, usize)>,
+    pub filter: Filter,
+    pub mean: [f32; 3],
+    pub std: [f32; 3],
+    pub layout: Layout,
+    pub dtype: DType,
+    /// JPEG DCT-domain downscaling (Pillow's `draft`) when the target is at most half the source.
+    pub draft: bool,
+    pub max_pixels: Option<u64>,
+    pub apply_exif_orientation: bool,
+}
+
+impl Spec {
+    /// (width, height) of every output image.
+    pub fn out_size(&self) -> Result<(usize, usize), String> {
+        match (self.crop, self.resize) {
+            (Some((w, h)), Resize::Shorter(s)) if w > s || h > s => Err(format!(
+                "crop {w}x{h} is larger than the resized shorter side {s}; crop at most the resize size"
+            )),
+            (Some((cw, ch)), Resize::Exact(w, h)) if cw > w || ch > h => Err(format!(
+                "crop {cw}x{ch} is larger than the resize size {w}x{h}"
+            )),
+            (Some(c), _) => Ok(c),
+            (None, Resize::Exact(w, h)) => Ok((w, h)),
+            (None, Resize::Shorter(_)) => Err(
+                "images of different shapes cannot share a batch: give crop=..., or an exact \
+                 size=(width, height)"
+                    .into(),
+            ),
+        }
+    }
+
+    /// Bytes of one output image.
+    pub fn image_bytes(&self) -> Result<usize, String> {
+        let (w, h) = self.out_size()?;
+        Ok(w * h * 3 * self.dtype.size())
+    }
+}
+
+/// Nanoseconds spent in each stage for one image.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StageTimes {
+    pub decode: u64,
+    pub resize: u64,
+    pub normalize: u64,
+}
+
+/// torchvision's `Resize(int)` target size for an image of (w, h).
+pub fn resized_size(resize: Resize, w: usize, h: usize) -> (usize, usize) {
+    match resize {
+        Resize::Exact(rw, rh) => (rw, rh),
+        Resize::Shorter(s) => {
+            // int(size * long / short) in Python: a float64 product and division, truncated.
+            let long_of =
+                |long: usize, short: usize| (s as f64 * long as f64 / short as f64) as usize;
+            if w <= h {
+                (s, long_of(h, w).max(1))
+            } else {
+                (long_of(w, h).max(1), s)
+            }
+        }
+    }
+}
+
+/// torchvision's center-crop offset: `int(round((size - crop) / 2.0))`, halves to even.
+pub fn center_offset(size: usize, crop: usize) -> usize {
+    let d = size - crop;
+    let half = d / 2;
+    if d % 2 == 1 && half % 2 == 1 {
+        half + 1
+    } else {
+        half
+    }
+}
+
+/// Pillow's `draft` scale: the largest of 8, 4, 2, 1 not above `min(w // tw, h // th)`.
+pub fn draft_denominator(w: usize, h: usize, tw: usize, th: usize) -> u32 {
+    let scale = (w / tw.max(1)).min(h / th.max(1));
+    [8u32, 4, 2, 1]
+        .into_iter()
+        .find(|&a| scale >= a as usize)
+        .unwrap_or(1)
+}
+
+/// Per channel, the 256 possible outputs of a byte, as stored bytes of the output dtype.
+pub struct Tables {
+    f32: [[f32; 256]; 3],
+    f16: [[u16; 256]; 3],
+}
+
+impl Tables {
+    pub fn new(mean: [f32; 3], std: [f32; 3]) -> Self {
+        let mut f32t = [[0f32; 256]; 3];
+        let mut f16t = [[0u16; 256]; 3];
+        for c in 0..3 {
+            for v in 0..256 {
+                // ToTensor then Normalize, each a float32 operation, as torch does them.
+                let x = (v as f32 / 255.0 - mean[c]) / std[c];
+                f32t[c][v] = x;
+                f16t[c][v] = half::f16::from_f32(x).to_bits();
+            }
+        }
+        Self {
+            f32: f32t,
+            f16: f16t,
+        }
+    }
+}
+
+fn write_output(pixels: &[u8], w: usize, h: usize, spec: &Spec, tables: &Tables, out: &mut [u8]) {
+    let plane = w * h;
+    match spec.dtype {
+        DType::U8 => match spec.layout {
+            Layout::Nhwc => out.copy_from_slice(pixels),
+            Layout::Nchw => {
+                for (i, px) in pixels.chunks_exact(3).enumerate() {
+                    for c in 0..3 {
+                        out[c * plane + i] = px[c];
+                    }
+                }
+            }
+        },
+        DType::F32 => {
+            let t = &tables.f32;
+            let mut put =
+                |i: usize, v: f32| out[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
+            match spec.layout {
+                Layout::Nhwc => {
+                    for (i, px) in pixels.chunks_exact(3).enumerate() {
+                        for c in 0..3 {
+                            put(i * 3 + c, t[c][usize::from(px[c])]);
+                        }
+                    }
+                }
+                Layout::Nchw => {
+                    for (i, px) in pixels.chunks_exact(3).enumerate() {
+                        for c in 0..3 {
+                            put(c * plane + i, t[c][usize::from(px[c])]);
+                        }
+                    }
+                }
+            }
+        }
+        DType::F16 => {
+            let t = &tables.f16;
+            let mut put =
+                |i: usize, v: u16| out[i * 2..i * 2 + 2].copy_from_slice(&v.to_ne_bytes());
+            match spec.layout {
+                Layout::Nhwc => {
+                    for (i, px) in pixels.chunks_exact(3).enumerate() {
+                        for c in 0..3 {
+                            put(i * 3 + c, t[c][usize::from(px[c])]);
+                        }
+                    }
+                }
+                Layout::Nchw => {
+                    for (i, px) in pixels.chunks_exact(3).enumerate() {
+                        for c in 0..3 {
+                            put(c * plane + i, t[c][usize::from(px[c])]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn nanos(since: Instant) -> u64 {
+    u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
+}
+
+/// Runs the pipeline on one encoded image, writing `spec.image_bytes()` bytes into `out`.
+pub fn process_one(
+    data: &[u8],
+    spec: &Spec,
+    tables: &Tables,
+    out: &mut [u8],
+) -> Result<StageTimes, DecodeError> {
+    let (cw, ch) = spec
+        .out_size()
+        .map_err(|e| DecodeError::Unsupported("pipeline", e))?;
+    let t0 = Instant::now();
+    let mut scale_denom = 1;
+    let mut full = None;
+    if spec.draft {
+        let (sw, sh, format) = decode::stored_size(data)?;
+        if format == decode::Format::Jpeg {
+            let o = if spec.apply_exif_orientation {
+                decode::orientation(data, format, None)
+            } else {
+                1
+            };
+            let swapped = o >= 5;
+            let (w, h) = if swapped { (sh, sw) } else { (sw, sh) };
+            let (rw, rh) = resized_size(spec.resize, w, h);
+            let (tw, th) = if swapped { (rh, rw) } else { (rw, rh) };
+            scale_denom = draft_denominator(sw, sh, tw, th);
+            full = Some((w, h));
+        }
+    }
+    let opts = DecodeOptions {
+        mode: Mode::Rgb,
+        apply_exif_orientation: spec.apply_exif_orientation,
+        max_pixels: spec.max_pixels,
+        scale_denom,
+    };
+    let img = decode::decode(data, &opts)?;
+    let decode_ns = nanos(t0);
+
+    let t1 = Instant::now();
+    // The target comes from the full-size image even after a draft decode, so that draft and
+    // exact mode crop the same region (Pillow: draft, then resize to the size computed before).
+    let (full_w, full_h) = full.unwrap_or((img.width, img.height));
+    let (rw, rh) = resized_size(spec.resize, full_w, full_h);
+    let window = Window {
+        x: center_offset(rw, cw),
+        y: center_offset(rh, ch),
+        width: cw,
+        height: ch,
+    };
+    let pixels = resize_window_u8(
+        &img.pixels,
+        img.width,
+        img.height,
+        3,
+        rw,
+        rh,
+        spec.filter,
+        window,
+    )
+    .map_err(|e| DecodeError::Unsupported("resize", e.to_string()))?;
+    let resize_ns = nanos(t1);
+
+    let t2 = Instant::now();
+    write_output(&pixels, cw, ch, spec, tables, out);
+    Ok(StageTimes {
+        decode: decode_ns,
+        resize: resize_ns,
+        normalize: nanos(t2),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn torchvision_sizes_and_offsets() {
+        assert_eq!(resized_size(Resize::Shorter(256), 640, 480), (341, 256));
+        assert_eq!(resized_size(Resize::Shorter(256), 480, 640), (256, 341));
+        assert_eq!(resized_size(Resize::Shorter(256), 1920, 1080), (455, 256));
+        assert_eq!(resized_size(Resize::Shorter(256), 500, 500), (256, 256));
+        // round half to even: (257 - 224) / 2 = 16.5 -> 16; (259 - 224) / 2 = 17.5 -> 18
+        assert_eq!(center_offset(257, 224), 16);
+        assert_eq!(center_offset(259, 224), 18);
+        assert_eq!(center_offset(256, 224), 16);
+        assert_eq!(center_offset(224, 224), 0);
+        assert_eq!(draft_denominator(4032, 3024, 341, 256), 8);
+        assert_eq!(draft_denominator(1920, 1080, 455, 256), 4);
+        assert_eq!(draft_denominator(640, 480, 341, 256), 1);
+    }
+}
