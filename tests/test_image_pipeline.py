@@ -45,7 +45,7 @@ def reference(
         im.draft("RGB", (rh, rw) if oriented and im.size[0] != im.size[1] else (rw, rh))
     im = ImageOps.exif_transpose(im).convert("RGB").resize((rw, rh), PIL_FILTERS[filter])
     if crop is not None:
-        left, top = int(round((rw - crop) / 2.0)), int(round((rh - crop) / 2.0))
+        left, top = round((rw - crop) / 2.0), round((rh - crop) / 2.0)
         im = im.crop((left, top, left + crop, top + crop))
     arr = np.asarray(im)
     if dtype != "uint8":
@@ -133,7 +133,7 @@ def test_timings_and_percentile_stats():
     pipe = fastprep.ImagePipeline(resize_shorter=128, crop=112, num_threads=2)
     blobs = _blobs(10)
     for _ in range(3):
-        batch, timings = pipe(blobs, return_timings=True)
+        _batch, timings = pipe(blobs, return_timings=True)
     assert set(timings) == {*fastprep.pipeline.STAGES, "wall", "per_image"}
     assert timings["per_image"].shape == (10, 3) and (timings["per_image"] > 0).all()
     assert timings["decode"] > 0 and timings["wall"] > 0

@@ -10,7 +10,8 @@ few blocks (the block goes back to the pool when the returned array is garbage c
 With ``draft=True``, JPEGs whose target is at most half their size are decoded at 1/2, 1/4 or
 1/8 scale in the DCT domain (libjpeg's scaled IDCT, what Pillow's ``Image.draft`` does) and then
 resized: several times faster, and equal to Pillow's ``draft`` + ``resize``, but not to the exact
-mode's pixels (see the README for the measured difference).
+mode's pixels: on the test photos the mean difference is 2.2 levels of 255 (P99 15) for 1080p
+JPEGs decoded at 1/4 scale, 0.9 (P99 6) for 12 MP ones at 1/8.
 """
 
 from __future__ import annotations
