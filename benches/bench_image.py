@@ -65,8 +65,13 @@ def pillow_pipeline(blob: bytes, draft: bool = False) -> np.ndarray:
 
 
 def opencv_pipeline(blob: bytes, interpolation: int, reduced: int = 1) -> np.ndarray:
-    flag = {1: cv2.IMREAD_COLOR, 2: cv2.IMREAD_REDUCED_COLOR_2, 4: cv2.IMREAD_REDUCED_COLOR_4, 8: cv2.IMREAD_REDUCED_COLOR_8}
-    bgr = cv2.imdecode(np.frombuffer(blob, np.uint8), flag[reduced])
+    flags = {
+        1: cv2.IMREAD_COLOR,
+        2: cv2.IMREAD_REDUCED_COLOR_2,
+        4: cv2.IMREAD_REDUCED_COLOR_4,
+        8: cv2.IMREAD_REDUCED_COLOR_8,
+    }
+    bgr = cv2.imdecode(np.frombuffer(blob, np.uint8), flags[reduced])
     rgb = cv2.cvtColor(bgr, cv2.COLOR_BGR2RGB)
     h, w = rgb.shape[:2]
     rw, rh = _target(w * reduced, h * reduced)
@@ -147,7 +152,7 @@ def test_decode_1080p(benchmark, impl):
 def test_resize_1080p_to_455x256(benchmark, impl, filter):
     img = data.scaled(data.photos()["china.jpg"], (1920, 1080))
     pil_img = Image.fromarray(img)
-    pil_filter = {"bilinear": Image.Resampling.BILINEAR, "bicubic": Image.Resampling.BICUBIC, "lanczos": Image.Resampling.LANCZOS}[filter]
+    pil_filter = getattr(Image.Resampling, filter.upper())
     ours = lambda: fastprep.resize(img, (455, 256), filter=filter)  # noqa: E731
     theirs = lambda: pil_img.resize((455, 256), pil_filter)  # noqa: E731
     np.testing.assert_array_equal(ours(), np.asarray(theirs()))
