@@ -1,6 +1,8 @@
-"""fastprep.resize against Pillow 12.x (a reference no one here wrote; the test extra pins it):
-byte-identical output for L and RGB, every implemented filter, down and up, odd sizes, on noise,
-gradients and a photo-like image, plus a hypothesis sweep over sizes."""
+"""fastprep.resize against Pillow 12.2+ (a reference no one here wrote; the test extra pins it):
+byte-identical output for L, RGB and RGBA (Pillow premultiplies alpha), every filter, down and up,
+odd sizes, images over 100x taller than wide (Pillow resizes those vertically first), on noise,
+gradients and a photo-like image; float32 against Pillow's mode "F"; the batch form; hypothesis
+sweeps over sizes."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from PIL import Image
 import fastprep
 
 FILTERS = {
+    "nearest": Image.Resampling.NEAREST,
     "box": Image.Resampling.BOX,
     "bilinear": Image.Resampling.BILINEAR,
     "hamming": Image.Resampling.HAMMING,
@@ -77,12 +80,12 @@ def test_non_contiguous_input_and_shape():
 
 def test_errors_say_what_to_do():
     img = np.zeros((4, 4, 3), np.uint8)
-    with pytest.raises(TypeError, match=r"uint8.*astype"):
-        fastprep.resize(img.astype(np.float32), (2, 2))
+    with pytest.raises(TypeError, match=r"uint8 or float32.*astype"):
+        fastprep.resize(img.astype(np.float64), (2, 2))
     with pytest.raises(ValueError, match="filter must be"):
-        fastprep.resize(img, (2, 2), filter="nearest-ish")
-    with pytest.raises(ValueError, match="RGBA"):
-        fastprep.resize(np.zeros((4, 4, 4), np.uint8), (2, 2))
+        fastprep.resize(img, (2, 2), filter="nearest-ish")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="channels"):
+        fastprep.resize(np.zeros((4, 4, 2), np.uint8), (2, 2))
     with pytest.raises(ValueError, match="positive"):
         fastprep.resize(img, (0, 2))
     with pytest.raises(ValueError, match=r"\(H, W\)"):
@@ -114,3 +117,73 @@ def test_window_equals_resize_then_crop(h, w, oh, ow, data, name, channels):
     np.testing.assert_array_equal(part, full[y : y + ch, x : x + cw])
     if channels == 3:
         np.testing.assert_array_equal(full, _pillow(img, (ow, oh), name))
+
+
+def _rgba(h: int, w: int, seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    rgb = _images(h, w)["photo"]
+    alpha = rng.integers(0, 256, (h, w), dtype=np.uint8)
+    alpha[::5] = 255  # opaque and fully transparent pixels take Pillow's special case
+    alpha[1::7] = 0
+    return np.dstack([rgb, alpha])
+
+
+@pytest.mark.parametrize("name", list(FILTERS))
+@pytest.mark.parametrize(("src", "dst"), [((480, 640), (224, 224)), ((97, 131), (300, 41)), ((33, 20), (200, 20))])
+def test_rgba_matches_pillow_premultiplied(name, src, dst):
+    img = _rgba(*src, seed=src[0])
+    np.testing.assert_array_equal(fastprep.resize(img, dst, filter=name), _pillow(img, dst, name))
+
+
+@pytest.mark.parametrize("name", list(FILTERS))
+@pytest.mark.parametrize("channels", [1, 3, 4])
+def test_tall_images_are_resized_vertically_first_like_pillow(name, channels):
+    rng = np.random.default_rng(3)
+    img = rng.integers(0, 256, (700, 5, channels), dtype=np.uint8)  # height > 100 x width
+    if channels == 1:
+        img = img[..., 0]
+    for dst in ((3, 40), (9, 200), (2, 699)):
+        np.testing.assert_array_equal(fastprep.resize(img, dst, filter=name), _pillow(img, dst, name), err_msg=str(dst))
+
+
+@pytest.mark.parametrize("name", list(FILTERS))
+def test_float32_matches_pillow_mode_f_per_channel(name):
+    rng = np.random.default_rng(5)
+    img = (rng.standard_normal((57, 83, 3)) * 100).astype(np.float32)
+    for dst in ((30, 20), (120, 90), (83, 11)):
+        got = fastprep.resize(img, dst, filter=name)
+        assert got.dtype == np.float32 and got.shape == (dst[1], dst[0], 3)
+        for c in range(3):
+            want = np.asarray(Image.fromarray(np.ascontiguousarray(img[..., c]), "F").resize(dst, FILTERS[name]))
+            np.testing.assert_array_equal(got[..., c], want, err_msg=f"{name} {dst} channel {c}")
+    flat = np.ascontiguousarray(img[..., 0])
+    want = np.asarray(Image.fromarray(flat, "F").resize((30, 20), FILTERS[name]))
+    np.testing.assert_array_equal(fastprep.resize(flat, (30, 20), filter=name), want)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_resize_batch_equals_single_resizes(threads):
+    imgs = [_images(h, w)["photo"] for h, w in ((40, 60), (97, 131), (224, 224), (10, 300))]
+    out = fastprep.resize_batch(imgs, (64, 48), filter="bilinear", num_threads=threads)
+    assert out.shape == (4, 48, 64, 3)
+    for i, img in enumerate(imgs):
+        np.testing.assert_array_equal(out[i], _pillow(img, (64, 48), "bilinear"))
+    gray = fastprep.resize_batch([i[..., 0] for i in imgs], (20, 10), filter="lanczos")
+    assert gray.shape == (4, 10, 20)
+    np.testing.assert_array_equal(gray[1], _pillow(np.ascontiguousarray(imgs[1][..., 0]), (20, 10), "lanczos"))
+    with pytest.raises(ValueError, match="channels"):
+        fastprep.resize_batch([imgs[0], _rgba(40, 60, 1)], (8, 8))
+    assert fastprep.resize_batch([], (8, 8)).shape == (0, 8, 8, 3)
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    h=st.integers(1, 50),
+    w=st.integers(1, 50),
+    oh=st.integers(1, 60),
+    ow=st.integers(1, 60),
+    name=st.sampled_from(list(FILTERS)),
+)
+def test_hyp_rgba_sizes(h, w, oh, ow, name):
+    img = _rgba(h, w, seed=h * 31 + w)
+    np.testing.assert_array_equal(fastprep.resize(img, (ow, oh), filter=name), _pillow(img, (ow, oh), name))

@@ -18,7 +18,7 @@ from .errors import (
     TokenizerFileError,
     UnsupportedTokenizerError,
 )
-from .image import MAX_IMAGE_PIXELS, decode, decode_batch, resize
+from .image import MAX_IMAGE_PIXELS, decode, decode_batch, resize, resize_batch
 from .kernels import kernel_names, kernel_source
 from .pipeline import IMAGENET_MEAN, IMAGENET_STD, ImagePipeline, preprocess
 from .pool import Block, BlockPool, PoolStats
@@ -54,4 +54,5 @@ __all__ = [
     "kernel_source",
     "preprocess",
     "resize",
+    "resize_batch",
 ]

@@ -17,6 +17,18 @@ def resize_u8(
     filter: str,
     window: tuple[int, int, int, int] | None = None,
 ) -> PixelBuffer: ...
+def resize_f32(
+    data: Any, height: int, width: int, channels: int, out_width: int, out_height: int, filter: str
+) -> bytearray: ...
+def resize_batch_u8(
+    images: list[Any],
+    shapes: list[tuple[int, int, int]],
+    out: Any,
+    out_width: int,
+    out_height: int,
+    filter: str,
+    num_threads: int | None = None,
+) -> None: ...
 def decode_image(
     data: bytes,
     mode: str = "RGB",

@@ -2,11 +2,9 @@
 
 - ``decode`` / ``decode_batch``: JPEG (libjpeg-turbo) and PNG bytes to uint8 (H, W, C) arrays with
   pixels identical to Pillow's ``ImageOps.exif_transpose(Image.open(f)).convert(mode)``.
-- ``resize``: bit-exact with ``PIL.Image.resize`` of Pillow 12.x (horizontal pass, then
-  vertical) for 8-bit L and RGB images with the box, bilinear, hamming, bicubic and lanczos filters.
-  Pillow 13 picks the order of the two passes per image, which changes some pixels by one level.
-
-Still to come: the nearest filter, RGBA resize (Pillow premultiplies alpha) and float32.
+- ``resize`` / ``resize_batch``: bit-exact with ``PIL.Image.resize`` of Pillow 12.2+ for 8-bit
+  L, RGB and RGBA images with every filter (nearest, box, bilinear, hamming, bicubic, lanczos),
+  and with Pillow's mode "F" arithmetic for float32 images.
 """
 
 from __future__ import annotations
@@ -17,9 +15,9 @@ from typing import Any, Literal
 from . import _core
 from .errors import DecodeError
 
-__all__ = ["MAX_IMAGE_PIXELS", "decode", "decode_batch", "resize"]
+__all__ = ["MAX_IMAGE_PIXELS", "decode", "decode_batch", "resize", "resize_batch"]
 
-Filter = Literal["box", "bilinear", "hamming", "bicubic", "lanczos"]
+Filter = Literal["nearest", "box", "bilinear", "hamming", "bicubic", "lanczos"]
 Mode = Literal["RGB", "L", "RGBA", "unchanged"]
 
 #: Images with more pixels than this are refused (``DecodeError`` with reason ``"too_large"``) unless
@@ -114,11 +112,28 @@ def _limit(max_pixels: int | None) -> int | None:
     return int(max_pixels)
 
 
-def resize(image: Any, size: tuple[int, int], *, filter: Filter = "bicubic") -> Any:
-    """Resize an (H, W) or (H, W, 3) uint8 array to ``size = (width, height)``.
+def _shape(arr: Any) -> tuple[int, int, int]:
+    if arr.ndim == 2:
+        return arr.shape[0], arr.shape[1], 1
+    if arr.ndim == 3:
+        return int(arr.shape[0]), int(arr.shape[1]), int(arr.shape[2])
+    raise ValueError(f"resize takes an (H, W) or (H, W, C) array, got shape {arr.shape}")
 
-    The result equals ``np.asarray(PIL.Image.fromarray(image).resize(size, filter))`` of Pillow
-    12.x byte for byte (``reducing_gap=None``; Pillow's default filter is bicubic too). The GIL is
+
+def _size(size: tuple[int, int]) -> tuple[int, int]:
+    out_width, out_height = (int(v) for v in size)
+    if out_width <= 0 or out_height <= 0:
+        raise ValueError(f"size must be two positive integers (width, height), got {size}")
+    return out_width, out_height
+
+
+def resize(image: Any, size: tuple[int, int], *, filter: Filter = "bicubic") -> Any:
+    """Resize an (H, W) or (H, W, C) array to ``size = (width, height)``.
+
+    uint8 images with 1 (L), 3 (RGB) or 4 (RGBA) channels give exactly
+    ``np.asarray(PIL.Image.fromarray(image).resize(size, filter))`` of Pillow 12.2+ (RGBA through
+    Pillow's alpha premultiplication; Pillow's default filter is bicubic too). float32 images, any
+    number of channels, give what Pillow gives on each channel as a mode "F" image. The GIL is
     released.
 
     >>> small = resize(np.zeros((480, 640, 3), np.uint8), (224, 168), filter="bilinear")  # doctest: +SKIP
@@ -126,17 +141,41 @@ def resize(image: Any, size: tuple[int, int], *, filter: Filter = "bicubic") -> 
     import numpy as np
 
     arr = np.asarray(image)
-    if arr.dtype != np.uint8:
-        raise TypeError(f"resize takes uint8 images, got {arr.dtype}; convert with arr.astype(np.uint8)")
-    if arr.ndim == 2:
-        (height, width), channels = arr.shape, 1
-    elif arr.ndim == 3:
-        height, width, channels = arr.shape
-    else:
-        raise ValueError(f"resize takes an (H, W) or (H, W, C) array, got shape {arr.shape}")
-    out_width, out_height = (int(v) for v in size)
-    if out_width <= 0 or out_height <= 0:
-        raise ValueError(f"size must be two positive integers (width, height), got {size}")
+    height, width, channels = _shape(arr)
+    out_width, out_height = _size(size)
     arr = np.ascontiguousarray(arr)
-    out = np.asarray(_core.resize_u8(arr, height, width, channels, out_width, out_height, filter))
+    if arr.dtype == np.float32:
+        raw = _core.resize_f32(arr, height, width, channels, out_width, out_height, filter)
+        out = np.frombuffer(raw, dtype=np.float32).reshape(out_height, out_width, channels)
+    elif arr.dtype == np.uint8:
+        out = np.asarray(_core.resize_u8(arr, height, width, channels, out_width, out_height, filter))
+    else:
+        raise TypeError(
+            f"resize takes uint8 or float32 images, got {arr.dtype}; convert with arr.astype(np.uint8) "
+            "or arr.astype(np.float32)"
+        )
     return out[..., 0] if arr.ndim == 2 else out
+
+
+def resize_batch(
+    images: Any, size: tuple[int, int], *, filter: Filter = "bicubic", num_threads: int | None = None
+) -> Any:
+    """Resize many uint8 images (a list of arrays of any sizes, or an (N, H, W[, C]) array) to one
+    ``size`` in parallel; returns an (N, height, width[, C]) array. Each image equals
+    ``resize(image, size, filter=filter)``."""
+    import numpy as np
+
+    arrs = [np.ascontiguousarray(a) for a in images]
+    out_width, out_height = _size(size)
+    if not arrs:
+        return np.zeros((0, out_height, out_width, 3), np.uint8)
+    ndim = arrs[0].ndim
+    shapes = [_shape(a) for a in arrs]
+    if any(a.dtype != np.uint8 for a in arrs) or any(a.ndim != ndim for a in arrs):
+        raise TypeError("resize_batch takes uint8 images, all (H, W) or all (H, W, C)")
+    if len({s[2] for s in shapes}) != 1:
+        raise ValueError("all images of a batch need the same number of channels")
+    channels = shapes[0][2]
+    out = np.empty((len(arrs), out_height, out_width, channels), np.uint8)
+    _core.resize_batch_u8(arrs, shapes, out, out_width, out_height, filter, num_threads)
+    return out[..., 0] if ndim == 2 else out

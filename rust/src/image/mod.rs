@@ -5,7 +5,9 @@ mod jpeg;
 pub mod pipeline;
 mod png;
 pub mod resize;
+mod resize_float;
 mod resize_kernels;
 
 pub use decode::{decode, DecodeOptions, Image, Mode, DEFAULT_MAX_PIXELS};
 pub use resize::{resize_u8, resize_window_u8, Filter, Window};
+pub use resize_float::resize_f32;

@@ -11,6 +11,8 @@ pub(super) const PRECISION_BITS: u32 = 32 - 8 - 2;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Filter {
+    /// Pillow's NEAREST: not a convolution but an affine nearest-pixel lookup (see `nearest`).
+    Nearest,
     Box,
     Bilinear,
     Hamming,
@@ -21,6 +23,7 @@ pub enum Filter {
 impl Filter {
     pub fn parse(name: &str) -> Option<Self> {
         Some(match name {
+            "nearest" => Self::Nearest,
             "box" => Self::Box,
             "bilinear" => Self::Bilinear,
             "hamming" => Self::Hamming,
@@ -32,7 +35,7 @@ impl Filter {
 
     fn support(self) -> f64 {
         match self {
-            Self::Box => 0.5,
+            Self::Nearest | Self::Box => 0.5,
             Self::Bilinear | Self::Hamming => 1.0,
             Self::Bicubic => 2.0,
             Self::Lanczos => 3.0,
@@ -41,7 +44,7 @@ impl Filter {
 
     fn weight(self, x: f64) -> f64 {
         match self {
-            Self::Box => {
+            Self::Nearest | Self::Box => {
                 if x > -0.5 && x <= 0.5 {
                     1.0
                 } else {
@@ -107,16 +110,28 @@ struct Coeffs {
     kk: Vec<i32>,
 }
 
-/// Pillow's `precompute_coeffs` + `normalize_coeffs_8bpc`, over the input span `in0..in1`.
-fn coeffs(in_size: usize, in0: f32, in1: f32, out_size: usize, filter: Filter) -> Coeffs {
+/// The normalized f64 weights of one pass (what Pillow's float path uses directly).
+pub(super) struct Weights {
+    pub ksize: usize,
+    pub bounds: Vec<(usize, usize)>,
+    pub kk: Vec<f64>,
+}
+
+/// Pillow's `precompute_coeffs`, over the input span `in0..in1`.
+pub(super) fn weights(
+    in_size: usize,
+    in0: f32,
+    in1: f32,
+    out_size: usize,
+    filter: Filter,
+) -> Weights {
     let scale = f64::from(in1 - in0) / out_size as f64;
     let filterscale = scale.max(1.0);
     let support = filter.support() * filterscale;
     let ksize = support.ceil() as usize * 2 + 1;
     let inv = 1.0 / filterscale;
     let mut bounds = Vec::with_capacity(out_size);
-    let mut kk = vec![0i32; out_size * ksize];
-    let mut k = vec![0f64; ksize];
+    let mut kk = vec![0f64; out_size * ksize];
     for xx in 0..out_size {
         let center = f64::from(in0) + (xx as f64 + 0.5) * scale;
         // C's (int) truncates toward zero, as `as i64` does.
@@ -124,24 +139,57 @@ fn coeffs(in_size: usize, in0: f32, in1: f32, out_size: usize, filter: Filter) -
         let xmax = ((center + support + 0.5) as i64).min(in_size as i64) - xmin;
         let xmax = xmax.max(0) as usize;
         let xmin = xmin as usize;
+        let k = &mut kk[xx * ksize..xx * ksize + xmax];
         let mut ww = 0.0;
-        for (x, slot) in k.iter_mut().enumerate().take(xmax) {
+        for (x, slot) in k.iter_mut().enumerate() {
             let w = filter.weight((x as f64 + xmin as f64 - center + 0.5) * inv);
             *slot = w;
             ww += w;
         }
-        for (x, &w) in k.iter().enumerate().take(xmax) {
-            let w = if ww == 0.0 { w } else { w / ww };
-            let scaled = w * f64::from(1u32 << PRECISION_BITS);
-            kk[xx * ksize + x] = if w < 0.0 {
-                (-0.5 + scaled) as i32
-            } else {
-                (0.5 + scaled) as i32
-            };
+        if ww != 0.0 {
+            for w in k.iter_mut() {
+                *w /= ww;
+            }
         }
         bounds.push((xmin, xmax));
     }
-    Coeffs { ksize, bounds, kk }
+    Weights { ksize, bounds, kk }
+}
+
+/// `weights` rounded to Pillow's 8-bit fixed point (`normalize_coeffs_8bpc`).
+fn coeffs(in_size: usize, in0: f32, in1: f32, out_size: usize, filter: Filter) -> Coeffs {
+    let w = weights(in_size, in0, in1, out_size, filter);
+    let kk =
+        w.kk.iter()
+            .map(|&w| {
+                let scaled = w * f64::from(1u32 << PRECISION_BITS);
+                if w < 0.0 {
+                    (-0.5 + scaled) as i32
+                } else {
+                    (0.5 + scaled) as i32
+                }
+            })
+            .collect();
+    Coeffs {
+        ksize: w.ksize,
+        bounds: w.bounds,
+        kk,
+    }
+}
+
+/// Pillow's NEAREST resize (`ImagingScaleAffine`): source index `(int)(x0)` with `x0` starting at
+/// half a step and advanced by repeated f64 addition, exactly as Pillow accumulates it (the
+/// rounding of that sum decides ties, so a closed form would differ).
+pub(super) fn nearest_table(in_size: usize, out_size: usize) -> Vec<usize> {
+    // Pillow: a = (double)(float)(box width) / size, xo = a * 0.5, then xo += a.
+    let a = f64::from(in_size as f32) / out_size as f64;
+    let mut xo = a * 0.5;
+    let mut out = Vec::with_capacity(out_size);
+    for _ in 0..out_size {
+        out.push((xo as usize).min(in_size - 1));
+        xo += a;
+    }
+    out
 }
 
 /// A rectangle of the output (`x`, `y`, `width`, `height`): a crop computed straight from the
@@ -189,10 +237,9 @@ pub fn resize_window_u8(
     filter: Filter,
     window: Window,
 ) -> Result<Vec<u8>, ImageError> {
-    if !matches!(channels, 1 | 3) {
+    if !matches!(channels, 1 | 3 | 4) {
         return Err(ImageError::Unsupported(format!(
-            "resize takes 1 (L) or 3 (RGB) channels, got {channels}; RGBA needs Pillow's alpha \
-             premultiplication, not implemented yet: resize the RGB and alpha planes separately"
+            "resize takes 1 (L), 3 (RGB) or 4 (RGBA) channels, got {channels}"
         )));
     }
     if width == 0 || height == 0 || out_width == 0 || out_height == 0 {
@@ -215,6 +262,130 @@ pub fn resize_window_u8(
             "window {window:?} is not inside the {out_width}x{out_height} output"
         )));
     }
+    if out_width == width && out_height == height {
+        // Pillow returns a copy (no premultiplication round trip either).
+        return Ok(crop(src, width, channels, window));
+    }
+    if filter == Filter::Nearest {
+        // Pillow's NEAREST copies whole pixels, RGBA included (no premultiplication).
+        let xs = nearest_table(width, out_width);
+        let ys = nearest_table(height, out_height);
+        let mut out = Vec::with_capacity(window.width * window.height * channels);
+        for &sy in &ys[window.y..window.y + window.height] {
+            let row = &src[sy * width * channels..(sy + 1) * width * channels];
+            for &sx in &xs[window.x..window.x + window.width] {
+                out.extend_from_slice(&row[sx * channels..(sx + 1) * channels]);
+            }
+        }
+        return Ok(out);
+    }
+    if channels == 4 {
+        // Pillow resizes RGBA as premultiplied RGBa and converts back.
+        let pre = premultiply(src);
+        let mut out = convolve(
+            &pre, width, height, channels, out_width, out_height, filter, window,
+        );
+        unpremultiply(&mut out);
+        return Ok(out);
+    }
+    Ok(convolve(
+        src, width, height, channels, out_width, out_height, filter, window,
+    ))
+}
+
+fn crop(src: &[u8], width: usize, channels: usize, w: Window) -> Vec<u8> {
+    let mut out = Vec::with_capacity(w.width * w.height * channels);
+    for y in w.y..w.y + w.height {
+        let at = (y * width + w.x) * channels;
+        out.extend_from_slice(&src[at..at + w.width * channels]);
+    }
+    out
+}
+
+/// Pillow's RGBA -> RGBa: each colour times alpha / 255, rounded (`MULDIV255`).
+fn premultiply(src: &[u8]) -> Vec<u8> {
+    let mut out = src.to_vec();
+    for px in out.chunks_exact_mut(4) {
+        let a = u32::from(px[3]);
+        for v in &mut px[..3] {
+            let t = u32::from(*v) * a + 128;
+            *v = (((t >> 8) + t) >> 8) as u8;
+        }
+    }
+    out
+}
+
+/// Pillow's RGBa -> RGBA: colours times 255 / alpha, truncated and clipped; alpha 0 and 255 are
+/// left as they are.
+fn unpremultiply(px: &mut [u8]) {
+    for p in px.chunks_exact_mut(4) {
+        let a = u32::from(p[3]);
+        if a != 0 && a != 255 {
+            for v in &mut p[..3] {
+                *v = ((255 * u32::from(*v)) / a).min(255) as u8;
+            }
+        }
+    }
+}
+
+/// The convolution passes. Pillow (12.2 and later) resizes an image more than 100 times taller
+/// than wide vertically first when it shrinks it vertically; otherwise horizontally first, over
+/// only the source rows the vertical pass reads.
+#[allow(clippy::too_many_arguments)]
+fn convolve(
+    src: &[u8],
+    width: usize,
+    height: usize,
+    channels: usize,
+    out_width: usize,
+    out_height: usize,
+    filter: Filter,
+    window: Window,
+) -> Vec<u8> {
+    if height > width * 100 && out_height < height {
+        let rows = Window {
+            x: 0,
+            y: window.y,
+            width,
+            height: window.height,
+        };
+        let tall = passes(
+            src, width, height, channels, width, out_height, filter, rows,
+        );
+        let cols = Window {
+            x: window.x,
+            y: 0,
+            width: window.width,
+            height: window.height,
+        };
+        return passes(
+            &tall,
+            width,
+            window.height,
+            channels,
+            out_width,
+            window.height,
+            filter,
+            cols,
+        );
+    }
+    passes(
+        src, width, height, channels, out_width, out_height, filter, window,
+    )
+}
+
+/// Horizontal pass (where the width changes), then vertical (where the height does).
+#[allow(clippy::too_many_arguments)]
+fn passes(
+    src: &[u8],
+    width: usize,
+    height: usize,
+    channels: usize,
+    out_width: usize,
+    out_height: usize,
+    filter: Filter,
+    window: Window,
+) -> Vec<u8> {
     let need_h = out_width != width;
     let need_v = out_height != height;
     let win_rows = window.y..window.y + window.height;
@@ -269,7 +440,7 @@ pub fn resize_window_u8(
             }
         }
     }
-    Ok(out)
+    out
 }
 
 #[cfg(test)]

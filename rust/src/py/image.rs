@@ -19,6 +19,114 @@ impl From<ImageError> for PyErr {
     }
 }
 
+fn parse_filter(name: &str) -> PyResult<Filter> {
+    Filter::parse(name).ok_or_else(|| {
+        PyValueError::new_err(format!(
+            "filter must be 'nearest', 'box', 'bilinear', 'hamming', 'bicubic' or 'lanczos', got {name:?}"
+        ))
+    })
+}
+
+/// Resizes a float32 image (any C-contiguous float32 buffer) to a new list of floats' bytes;
+/// the GIL is released.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+pub fn resize_f32<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    height: usize,
+    width: usize,
+    channels: usize,
+    out_width: usize,
+    out_height: usize,
+    filter: &str,
+) -> PyResult<Bound<'py, pyo3::types::PyByteArray>> {
+    let filter = parse_filter(filter)?;
+    let buf = PyBuffer::<f32>::get(data)?;
+    if !buf.is_c_contiguous() {
+        return Err(PyValueError::new_err("resize needs a C-contiguous array"));
+    }
+    let src = buf.to_vec(py)?;
+    let out = py.detach(|| {
+        crate::image::resize_f32(&src, width, height, channels, out_width, out_height, filter)
+    })?;
+    // One copy into Python memory; float results are rarely on the hot path of a pipeline.
+    let bytes: Vec<u8> = out.iter().flat_map(|v| v.to_ne_bytes()).collect();
+    Ok(pyo3::types::PyByteArray::new(py, &bytes))
+}
+
+/// Resizes a batch of uint8 images (each a C-contiguous (h, w, channels) buffer, sizes may
+/// differ) into `out`, a writable buffer of len(images) * out_h * out_w * channels bytes, in
+/// parallel with the GIL released.
+#[pyfunction]
+#[pyo3(signature = (images, shapes, out, out_width, out_height, filter, num_threads = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn resize_batch_u8(
+    py: Python<'_>,
+    images: Vec<Bound<'_, PyAny>>,
+    shapes: Vec<(usize, usize, usize)>,
+    out: &Bound<'_, PyAny>,
+    out_width: usize,
+    out_height: usize,
+    filter: &str,
+    num_threads: Option<usize>,
+) -> PyResult<()> {
+    let filter = parse_filter(filter)?;
+    let bufs: Vec<PyBuffer<u8>> = images
+        .iter()
+        .map(PyBuffer::<u8>::get)
+        .collect::<PyResult<_>>()?;
+    let channels = shapes.first().map_or(3, |s| s.2);
+    let per = out_width * out_height * channels;
+    let dst = PyBuffer::<u8>::get(out)?;
+    if dst.readonly() || !dst.is_c_contiguous() || dst.item_count() < per * bufs.len() {
+        return Err(PyValueError::new_err(
+            "out must be a writable buffer for the whole batch",
+        ));
+    }
+    let mut srcs = Vec::with_capacity(bufs.len());
+    for (b, &(h, w, c)) in bufs.iter().zip(&shapes) {
+        if !b.is_c_contiguous() || b.item_count() != h * w * c || c != channels {
+            return Err(PyValueError::new_err(format!(
+                "every image must be a C-contiguous ({h}, {w}, {channels}) uint8 array"
+            )));
+        }
+        srcs.push((b.buf_ptr() as usize, h, w));
+    }
+    let dst_ptr = dst.buf_ptr() as usize;
+    let n = srcs.len();
+    let threads = threads::resolve(num_threads).min(n.max(1));
+    let results: Vec<Result<(), ImageError>> = py.detach(|| {
+        // SAFETY: the PyBuffers (`bufs`, `dst`) keep every source and the destination exported
+        // and in place until they drop after this closure; slots of `per` bytes are disjoint.
+        let all = unsafe { std::slice::from_raw_parts_mut(dst_ptr as *mut u8, per * n) };
+        threads::run(threads, || {
+            srcs.par_iter()
+                .zip(all.par_chunks_mut(per.max(1)))
+                .map(|(&(ptr, h, w), slot)| {
+                    // SAFETY: see above; each source holds h * w * channels bytes (checked).
+                    let src =
+                        unsafe { std::slice::from_raw_parts(ptr as *const u8, h * w * channels) };
+                    let win = Window {
+                        x: 0,
+                        y: 0,
+                        width: out_width,
+                        height: out_height,
+                    };
+                    let px =
+                        resize_window(src, w, h, channels, out_width, out_height, filter, win)?;
+                    slot.copy_from_slice(&px);
+                    Ok(())
+                })
+                .collect()
+        })
+    });
+    drop(bufs);
+    drop(dst);
+    results.into_iter().collect::<Result<(), _>>()?;
+    Ok(())
+}
+
 /// Resizes an 8-bit image held in any C-contiguous buffer (a numpy array) to a `PixelBuffer`;
 /// `window` = (x, y, width, height) computes only that part of the result. The GIL is released.
 #[pyfunction]
@@ -35,11 +143,7 @@ pub fn resize_u8(
     filter: &str,
     window: Option<(usize, usize, usize, usize)>,
 ) -> PyResult<PixelBuffer> {
-    let filter = Filter::parse(filter).ok_or_else(|| {
-        PyValueError::new_err(format!(
-            "filter must be 'box', 'bilinear', 'hamming', 'bicubic' or 'lanczos', got {filter:?}"
-        ))
-    })?;
+    let filter = parse_filter(filter)?;
     let buf = PyBuffer::<u8>::get(data)?;
     if !buf.is_c_contiguous() {
         return Err(PyValueError::new_err("resize needs a C-contiguous array"));

@@ -1,0 +1,110 @@
+//! float32 resize, equal to Pillow's on mode "F" images channel by channel: the normalized
+//! weights stay f64 (no fixed point), each output is an f64 sum in tap order stored as f32, and
+//! the intermediate image between the passes is f32, as Pillow's is.
+use super::resize::{nearest_table, weights, Filter};
+use crate::error::ImageError;
+
+/// Resizes a float32 image of `channels` interleaved channels to `out_width` x `out_height`.
+pub fn resize_f32(
+    src: &[f32],
+    width: usize,
+    height: usize,
+    channels: usize,
+    out_width: usize,
+    out_height: usize,
+    filter: Filter,
+) -> Result<Vec<f32>, ImageError> {
+    if channels == 0 || width == 0 || height == 0 || out_width == 0 || out_height == 0 {
+        return Err(ImageError::InvalidSize(format!(
+            "sizes must be positive: input {width}x{height}x{channels}, output {out_width}x{out_height}"
+        )));
+    }
+    if src.len() != width * height * channels {
+        return Err(ImageError::InvalidSize(format!(
+            "buffer of {} values is not {width}x{height}x{channels}",
+            src.len()
+        )));
+    }
+    if out_width == width && out_height == height {
+        return Ok(src.to_vec());
+    }
+    if filter == Filter::Nearest {
+        let xs = nearest_table(width, out_width);
+        let ys = nearest_table(height, out_height);
+        let mut out = Vec::with_capacity(out_width * out_height * channels);
+        for &sy in &ys {
+            let row = &src[sy * width * channels..(sy + 1) * width * channels];
+            for &sx in &xs {
+                out.extend_from_slice(&row[sx * channels..(sx + 1) * channels]);
+            }
+        }
+        return Ok(out);
+    }
+    // Pillow 12.2+: images more than 100x taller than wide shrink vertically first.
+    if height > width * 100 && out_height < height {
+        let tall = passes(src, width, height, channels, width, out_height, filter);
+        return Ok(passes(
+            &tall, width, out_height, channels, out_width, out_height, filter,
+        ));
+    }
+    Ok(passes(
+        src, width, height, channels, out_width, out_height, filter,
+    ))
+}
+
+fn passes(
+    src: &[f32],
+    width: usize,
+    height: usize,
+    channels: usize,
+    out_width: usize,
+    out_height: usize,
+    filter: Filter,
+) -> Vec<f32> {
+    let need_h = out_width != width;
+    let need_v = out_height != height;
+    let vert = weights(height, 0.0, height as f32, out_height, filter);
+    let (first, last) = if need_v {
+        let (l, n) = vert.bounds[out_height - 1];
+        (vert.bounds[0].0, l + n)
+    } else {
+        (0, height)
+    };
+    let (img, w, offset): (std::borrow::Cow<'_, [f32]>, usize, usize) = if need_h {
+        let horiz = weights(width, 0.0, width as f32, out_width, filter);
+        let mut tmp = vec![0f32; out_width * (last - first) * channels];
+        for (y, out) in tmp.chunks_exact_mut(out_width * channels).enumerate() {
+            let line = &src[(y + first) * width * channels..(y + first + 1) * width * channels];
+            for (xx, &(xmin, n)) in horiz.bounds.iter().enumerate() {
+                let k = &horiz.kk[xx * horiz.ksize..xx * horiz.ksize + n];
+                for c in 0..channels {
+                    let mut ss = 0.0f64;
+                    for (x, &kx) in k.iter().enumerate() {
+                        ss += f64::from(line[(x + xmin) * channels + c]) * kx;
+                    }
+                    out[xx * channels + c] = ss as f32;
+                }
+            }
+        }
+        (std::borrow::Cow::Owned(tmp), out_width, first)
+    } else {
+        (std::borrow::Cow::Borrowed(src), width, 0)
+    };
+    if !need_v {
+        return img[..w * height * channels].to_vec();
+    }
+    let stride = w * channels;
+    let mut out = vec![0f32; stride * out_height];
+    for (yy, line) in out.chunks_exact_mut(stride).enumerate() {
+        let (ymin, n) = vert.bounds[yy];
+        let k = &vert.kk[yy * vert.ksize..yy * vert.ksize + n];
+        for (i, px) in line.iter_mut().enumerate() {
+            let mut ss = 0.0f64;
+            for (y, &ky) in k.iter().enumerate() {
+                ss += f64::from(img[(y + ymin - offset) * stride + i]) * ky;
+            }
+            *px = ss as f32;
+        }
+    }
+    out
+}
