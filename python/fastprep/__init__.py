@@ -18,6 +18,7 @@ from .errors import (
     TokenizerFileError,
     UnsupportedTokenizerError,
 )
+from .gpu import gpu_resize
 from .image import MAX_IMAGE_PIXELS, decode, decode_batch, resize, resize_batch
 from .kernels import kernel_names, kernel_source
 from .pipeline import IMAGENET_MEAN, IMAGENET_STD, ImagePipeline, preprocess
@@ -50,6 +51,7 @@ __all__ = [
     "decode_batch",
     "decoders",
     "errors",
+    "gpu_resize",
     "kernel_names",
     "kernel_source",
     "preprocess",

@@ -29,6 +29,9 @@ def resize_batch_u8(
     filter: str,
     num_threads: int | None = None,
 ) -> None: ...
+def resize_tables(
+    in_size: int, out_size: int, filter: str, fixed: bool = True, antialias: bool = True
+) -> tuple[int, bytes, bytes]: ...
 def decode_image(
     data: bytes,
     mode: str = "RGB",

@@ -125,8 +125,21 @@ pub(super) fn weights(
     out_size: usize,
     filter: Filter,
 ) -> Weights {
+    weights_aa(in_size, in0, in1, out_size, filter, true)
+}
+
+/// `weights`, or with `antialias` false the filter's support is not widened when shrinking
+/// (plain interpolation, as torchvision's `antialias=False`; Pillow always widens it).
+fn weights_aa(
+    in_size: usize,
+    in0: f32,
+    in1: f32,
+    out_size: usize,
+    filter: Filter,
+    antialias: bool,
+) -> Weights {
     let scale = f64::from(in1 - in0) / out_size as f64;
-    let filterscale = scale.max(1.0);
+    let filterscale = if antialias { scale.max(1.0) } else { 1.0 };
     let support = filter.support() * filterscale;
     let ksize = support.ceil() as usize * 2 + 1;
     let inv = 1.0 / filterscale;
@@ -154,6 +167,48 @@ pub(super) fn weights(
         bounds.push((xmin, xmax));
     }
     Weights { ksize, bounds, kk }
+}
+
+/// One axis's tables for the GPU kernels (cuda/resize.cu), from the code the CPU path runs:
+/// `(first, count)` per output index, and `ksize` weights per output index, either Pillow's 8-bit
+/// fixed point (`fixed`) or its f64 weights. Nearest is one tap of weight 1 at Pillow's index.
+pub struct AxisTables {
+    pub ksize: usize,
+    pub bounds: Vec<(i32, i32)>,
+    pub fixed: Vec<i32>,
+    pub float: Vec<f64>,
+}
+
+pub fn axis_tables(in_size: usize, out_size: usize, filter: Filter, antialias: bool) -> AxisTables {
+    if filter == Filter::Nearest {
+        let idx = nearest_table(in_size, out_size);
+        return AxisTables {
+            ksize: 1,
+            bounds: idx.iter().map(|&i| (i as i32, 1)).collect(),
+            fixed: vec![1 << PRECISION_BITS; out_size],
+            float: vec![1.0; out_size],
+        };
+    }
+    let w = weights_aa(in_size, 0.0, in_size as f32, out_size, filter, antialias);
+    AxisTables {
+        ksize: w.ksize,
+        bounds: w
+            .bounds
+            .iter()
+            .map(|&(a, n)| (a as i32, n as i32))
+            .collect(),
+        fixed: w.kk.iter().map(|&v| to_fixed(v)).collect(),
+        float: w.kk,
+    }
+}
+
+fn to_fixed(w: f64) -> i32 {
+    let scaled = w * f64::from(1u32 << PRECISION_BITS);
+    if w < 0.0 {
+        (-0.5 + scaled) as i32
+    } else {
+        (0.5 + scaled) as i32
+    }
 }
 
 /// `weights` rounded to Pillow's 8-bit fixed point (`normalize_coeffs_8bpc`).

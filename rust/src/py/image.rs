@@ -379,3 +379,36 @@ pub fn preprocess_into(
     }
     Ok((errors, times))
 }
+
+/// The tables of one resize axis for the GPU kernels: `(ksize, bounds, weights)` as bytes
+/// (int32 pairs; int32 fixed-point weights, or float64 with `fixed=False`).
+#[pyfunction]
+#[pyo3(signature = (in_size, out_size, filter, fixed = true, antialias = true))]
+pub fn resize_tables<'py>(
+    py: Python<'py>,
+    in_size: usize,
+    out_size: usize,
+    filter: &str,
+    fixed: bool,
+    antialias: bool,
+) -> PyResult<(usize, Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    if in_size == 0 || out_size == 0 {
+        return Err(PyValueError::new_err("sizes must be positive"));
+    }
+    let t = crate::image::resize::axis_tables(in_size, out_size, parse_filter(filter)?, antialias);
+    let bounds: Vec<u8> = t
+        .bounds
+        .iter()
+        .flat_map(|&(a, n)| a.to_ne_bytes().into_iter().chain(n.to_ne_bytes()))
+        .collect();
+    let weights: Vec<u8> = if fixed {
+        t.fixed.iter().flat_map(|v| v.to_ne_bytes()).collect()
+    } else {
+        t.float.iter().flat_map(|v| v.to_ne_bytes()).collect()
+    };
+    Ok((
+        t.ksize,
+        PyBytes::new(py, &bounds),
+        PyBytes::new(py, &weights),
+    ))
+}

@@ -1,0 +1,16 @@
+// CPU entry points for cuda/resize.cu under tests/cuda/cuda_emulation.h (built by
+// tests/cuda_emu.py with the same preamble defines the GPU launcher uses).
+#include "cuda_emulation.h"
+#include "../../cuda/resize.cu"
+
+#define LAUNCHER(name)                                                                          \
+    extern "C" void launch_##name(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, \
+                                  unsigned bz, const void* src, void* dst, const long long* desc,  \
+                                  const int* bounds, const void* weights) {                        \
+        emu_launch({gx, gy, gz}, {bx, by, bz}, [&] {                                               \
+            name((const src_t*)src, (dst_t*)dst, desc, bounds, (const weight_t*)weights);          \
+        });                                                                                        \
+    }
+
+LAUNCHER(resize_horizontal)
+LAUNCHER(resize_vertical)

@@ -1,0 +1,89 @@
+"""A `fastprep.gpu` backend that runs the CUDA kernels on the CPU: each kernel source compiled by
+g++ with tests/cuda/cuda_emulation.h and the launcher's own preamble defines, launched through
+ctypes over the same grid the GPU would run, on numpy arrays. `fastprep.gpu_resize(...,
+backend=EmuBackend())` thus exercises the real launch plan and the real kernel text without a GPU.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import fastprep
+from fastprep import gpu
+
+HERE = Path(__file__).parent / "cuda"
+HARNESSES = {"resize.cu": HERE / "resize_harness.cpp"}
+_CACHE = Path(os.environ.get("FASTPREP_TEST_CACHE", Path(tempfile.gettempdir()) / "fastprep-tests")) / "cuda-emu"
+_LOCK = threading.Lock()
+_LIBS: dict[str, ctypes.CDLL] = {}
+
+
+def compile_emulated(name: str, defines: dict[str, int]) -> ctypes.CDLL:
+    """The kernel file `name` (from cuda/) with its harness, built once per define set."""
+    harness = HARNESSES[name]
+    src = (HERE.parent.parent / "cuda" / name).read_text()
+    key_text = src + harness.read_text() + (HERE / "cuda_emulation.h").read_text() + repr(sorted(defines.items()))
+    key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
+    with _LOCK:
+        if key in _LIBS:
+            return _LIBS[key]
+        _CACHE.mkdir(parents=True, exist_ok=True)
+        out = _CACHE / f"{Path(name).stem}-{key}.so"
+        if not out.exists():
+            flags = [f"-D{k}={v}" for k, v in sorted(defines.items())]
+            tmp = out.with_suffix(f".{os.getpid()}.tmp")
+            cmd = [
+                "g++",
+                "-O2",
+                "-std=c++17",
+                "-shared",
+                "-fPIC",
+                "-Wall",
+                "-Wextra",
+                "-Werror",
+                *flags,
+                str(harness),
+                "-o",
+                str(tmp),
+            ]
+            subprocess.run(cmd, check=True, capture_output=True, text=True)
+            tmp.replace(out)
+        lib = ctypes.CDLL(str(out))
+        _LIBS[key] = lib
+        return lib
+
+
+class EmuBackend:
+    """numpy arrays, kernels run by the CPU emulation."""
+
+    xp = np
+
+    def __init__(self) -> None:
+        self.launches: list[tuple[str, dict[str, int], tuple[int, int, int]]] = []
+
+    def asarray(self, obj: Any) -> Any:
+        return np.ascontiguousarray(obj)
+
+    def launch(
+        self, source: str, defines: dict[str, int], kernel: str, grid: tuple[int, int, int], args: tuple[Any, ...]
+    ) -> None:
+        name = next(n for n in fastprep.kernel_names() if fastprep.kernel_source(n) == source)
+        lib = compile_emulated(name, defines)
+        fn = getattr(lib, f"launch_{kernel}")
+        fn.restype = None
+        for a in args:
+            assert isinstance(a, np.ndarray) and a.flags.c_contiguous, (
+                "kernel arguments must be contiguous device buffers"
+            )
+        ptrs = [ctypes.c_void_p(a.ctypes.data) for a in args]
+        fn(*(ctypes.c_uint(v) for v in (*grid, *gpu.BLOCK)), *ptrs)
+        self.launches.append((kernel, dict(defines), grid))

@@ -1,0 +1,129 @@
+"""gpu_resize without a GPU: the launch plan of fastprep.gpu and the kernel text of cuda/resize.cu,
+run by the CPU emulation (tests/cuda_emu.py), against the CPU path (fastprep.resize, itself
+checked byte for byte against Pillow). Every filter, uint8 L/RGB/RGBA, float32, float16, NHWC and
+NCHW, ragged batches, Pillow's tall-image pass order."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastprep
+
+from .cuda_emu import EmuBackend
+
+FILTERS = ["nearest", "box", "bilinear", "hamming", "bicubic", "lanczos"]
+
+
+def _img(h: int, w: int, c: int, seed: int, dtype: str = "uint8") -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    _, xx = np.mgrid[0:h, 0:w]
+    base = np.stack([(xx * 255 // max(w - 1, 1) + k * 40) % 256 for k in range(c)], -1)
+    img = np.clip(base + rng.integers(-30, 31, base.shape), 0, 255)
+    if c == 4:
+        img[..., 3] = rng.integers(0, 256, (h, w))
+        img[::4, :, 3] = 255
+        img[1::5, :, 3] = 0
+    if dtype == "uint8":
+        return img.astype(np.uint8)
+    return (img.astype(np.float32) * 1.7 - 100).astype(dtype)
+
+
+def _cpu(img: np.ndarray, size: tuple[int, int], f: str) -> np.ndarray:
+    if img.dtype == np.float16:
+        return fastprep.resize(img.astype(np.float32), size, filter=f).astype(np.float16)
+    out = fastprep.resize(img if img.shape[2] > 1 else img[..., 0], size, filter=f)
+    return out if out.ndim == 3 else out[..., None]
+
+
+@pytest.mark.parametrize("f", FILTERS)
+@pytest.mark.parametrize("channels", [1, 3, 4])
+def test_uint8_equals_cpu_path(f, channels):
+    be = EmuBackend()
+    batch = np.stack([_img(37, 53, channels, s) for s in range(3)])
+    for size in ((20, 15), (80, 61), (53, 20), (19, 37)):
+        got = fastprep.gpu_resize(batch, size, filter=f, backend=be)
+        assert got.shape == (3, size[1], size[0], channels) and got.dtype == np.uint8
+        for i in range(3):
+            np.testing.assert_array_equal(got[i], _cpu(batch[i], size, f), err_msg=f"{f} {channels}ch {size} #{i}")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+@pytest.mark.parametrize("f", FILTERS)
+def test_float_equals_cpu_path(f, dtype):
+    be = EmuBackend()
+    batch = np.stack([_img(29, 41, 3, s, dtype) for s in range(2)])
+    for size in ((13, 9), (60, 50)):
+        got = fastprep.gpu_resize(batch, size, filter=f, backend=be)
+        assert got.dtype == np.dtype(dtype)
+        for i in range(2):
+            np.testing.assert_array_equal(got[i], _cpu(batch[i], size, f), err_msg=f"{f} {dtype} {size}")
+
+
+def test_nchw_layout():
+    be = EmuBackend()
+    batch = np.stack([_img(40, 30, 3, s) for s in range(2)])
+    nchw = np.ascontiguousarray(batch.transpose(0, 3, 1, 2))
+    got = fastprep.gpu_resize(nchw, (17, 23), filter="bicubic", layout="NCHW", backend=be)
+    assert got.shape == (2, 3, 23, 17)
+    want = fastprep.gpu_resize(batch, (17, 23), filter="bicubic", backend=be)
+    np.testing.assert_array_equal(got.transpose(0, 2, 3, 1), want)
+
+
+def test_ragged_batch_in_one_launch_per_pass():
+    be = EmuBackend()
+    images = [_img(h, w, 3, h + w) for h, w in ((40, 60), (97, 31), (224, 224), (12, 300), (61, 60))]
+    got = fastprep.gpu_resize(images, (64, 48), filter="bilinear", backend=be)
+    assert got.shape == (5, 48, 64, 3)
+    for i, img in enumerate(images):
+        np.testing.assert_array_equal(got[i], _cpu(img, (64, 48), "bilinear"), err_msg=str(img.shape))
+    kernels = [k for k, _, _ in be.launches]
+    assert kernels == ["resize_horizontal", "resize_vertical"], kernels  # one launch per pass
+    assert be.launches[0][2][2] == 5  # grid z: every image
+
+
+def test_tall_images_and_mixed_pass_orders():
+    be = EmuBackend()
+    images = [_img(700, 5, 3, 1), _img(50, 40, 3, 2), _img(40, 64, 3, 3)]
+    got = fastprep.gpu_resize(images, (64, 40), filter="lanczos", backend=be)
+    for i, img in enumerate(images):
+        np.testing.assert_array_equal(got[i], _cpu(img, (64, 40), "lanczos"), err_msg=str(img.shape))
+
+
+def test_rgba_premultiplication_only_where_pillow_does_it():
+    be = EmuBackend()
+    batch = np.stack([_img(33, 47, 4, 9)])
+    fastprep.gpu_resize(batch, (20, 20), filter="bilinear", backend=be)
+    assert be.launches[0][1]["PREMUL_IN"] == 1 and be.launches[-1][1]["UNPREMUL_OUT"] == 1
+    be.launches.clear()
+    fastprep.gpu_resize(batch, (20, 20), filter="nearest", backend=be)
+    assert all(d["PREMUL_IN"] == 0 and d["UNPREMUL_OUT"] == 0 for _, d, _ in be.launches)
+
+
+def test_antialias_false_only_changes_shrinking():
+    be = EmuBackend()
+    batch = np.stack([_img(30, 30, 3, 4)])
+    up = fastprep.gpu_resize(batch, (70, 50), filter="bilinear", antialias=False, backend=be)
+    np.testing.assert_array_equal(up, fastprep.gpu_resize(batch, (70, 50), filter="bilinear", backend=be))
+    down = fastprep.gpu_resize(batch, (7, 5), filter="bilinear", antialias=False, backend=be)
+    assert not np.array_equal(down, fastprep.gpu_resize(batch, (7, 5), filter="bilinear", backend=be))
+
+
+def test_bad_arguments_are_refused_before_any_launch():
+    be = EmuBackend()
+    batch = np.zeros((2, 8, 8, 3), np.uint8)
+    with pytest.raises(ValueError, match="layout"):
+        fastprep.gpu_resize(batch, (4, 4), layout="HWC", backend=be)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="positive"):
+        fastprep.gpu_resize(batch, (0, 4), backend=be)
+    with pytest.raises(TypeError, match="uint8, float16 or float32"):
+        fastprep.gpu_resize(batch.astype(np.int32), (4, 4), backend=be)
+    with pytest.raises(ValueError, match="channels"):
+        fastprep.gpu_resize(np.zeros((1, 8, 8, 2), np.uint8), (4, 4), backend=be)
+    with pytest.raises(ValueError, match=r"\(N, H, W, C\)"):
+        fastprep.gpu_resize(np.zeros((8, 8, 3), np.uint8), (4, 4), backend=be)
+    with pytest.raises(ValueError, match="channels"):
+        fastprep.gpu_resize([np.zeros((8, 8, 3), np.uint8), np.zeros((8, 8, 1), np.uint8)], (4, 4), backend=be)
+    with pytest.raises(ValueError, match="empty"):
+        fastprep.gpu_resize([], (4, 4), backend=be)
+    assert be.launches == []
