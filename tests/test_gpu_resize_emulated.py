@@ -127,3 +127,38 @@ def test_bad_arguments_are_refused_before_any_launch():
     with pytest.raises(ValueError, match="empty"):
         fastprep.gpu_resize([], (4, 4), backend=be)
     assert be.launches == []
+
+
+@pytest.mark.parametrize(("dtype", "nchw"), [("float32", 1), ("float32", 0), ("float16", 1)])
+def test_crop_normalize_kernel_equals_the_cpu_tables(dtype, nchw):
+    import ctypes
+
+    from fastprep import _core
+
+    from .cuda_emu import compile_emulated
+
+    lib = compile_emulated(
+        "normalize.cu", {"OUT_DTYPE": 1 if dtype == "float32" else 2, "OUT_NCHW": nchw, "CHANNELS": 3}
+    )
+    batch = np.stack([_img(40, 50, 3, s) for s in range(2)])
+    lut = np.frombuffer(_core.normalize_table(fastprep.IMAGENET_MEAN, fastprep.IMAGENET_STD, dtype), dtype=dtype)
+    out = np.zeros((2, 3, 24, 32) if nchw else (2, 24, 32, 3), dtype)
+    lib.launch_crop_normalize_u8.restype = None
+    lib.launch_crop_normalize_u8(
+        *(ctypes.c_uint(v) for v in (1, 3, 2, 32, 8, 1)),
+        ctypes.c_void_p(batch.ctypes.data),
+        ctypes.c_void_p(out.ctypes.data),
+        ctypes.c_void_p(lut.ctypes.data),
+        ctypes.c_int(40),
+        ctypes.c_int(50),
+        ctypes.c_longlong(150),
+        ctypes.c_longlong(40 * 150),
+        ctypes.c_int(24),
+        ctypes.c_int(32),
+        ctypes.c_int(7),
+        ctypes.c_int(9),
+    )
+    crop = batch[:, 7:31, 9:41].astype(np.float32) / np.float32(255)
+    want = (crop - np.asarray(fastprep.IMAGENET_MEAN, np.float32)) / np.asarray(fastprep.IMAGENET_STD, np.float32)
+    want = want.astype(dtype)
+    np.testing.assert_array_equal(out, want.transpose(0, 3, 1, 2) if nchw else want)

@@ -32,6 +32,9 @@ def resize_batch_u8(
 def resize_tables(
     in_size: int, out_size: int, filter: str, fixed: bool = True, antialias: bool = True
 ) -> tuple[int, bytes, bytes]: ...
+def normalize_table(
+    mean: list[float] | tuple[float, float, float], std: list[float] | tuple[float, float, float], dtype: str
+) -> bytes: ...
 def decode_image(
     data: bytes,
     mode: str = "RGB",

@@ -154,6 +154,24 @@ impl Tables {
             f16: f16t,
         }
     }
+
+    /// The float32 table, channel-major (3 x 256), native-endian bytes.
+    pub fn f32_bytes(&self) -> Vec<u8> {
+        self.f32
+            .iter()
+            .flatten()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect()
+    }
+
+    /// The float16 table as IEEE bits, channel-major (3 x 256), native-endian bytes.
+    pub fn f16_bytes(&self) -> Vec<u8> {
+        self.f16
+            .iter()
+            .flatten()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect()
+    }
 }
 
 fn write_output(pixels: &[u8], w: usize, h: usize, spec: &Spec, tables: &Tables, out: &mut [u8]) {

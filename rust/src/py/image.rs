@@ -412,3 +412,25 @@ pub fn resize_tables<'py>(
         PyBytes::new(py, &weights),
     ))
 }
+
+/// The normalization table of the pipeline (`(v / 255 - mean[c]) / std[c]` for every byte `v`
+/// and channel `c`, float32 or float16 bits), as bytes: what the GPU normalize kernel looks up.
+#[pyfunction]
+pub fn normalize_table<'py>(
+    py: Python<'py>,
+    mean: [f32; 3],
+    std: [f32; 3],
+    dtype: &str,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let t = Tables::new(mean, std);
+    let bytes = match dtype {
+        "float32" => t.f32_bytes(),
+        "float16" => t.f16_bytes(),
+        v => {
+            return Err(PyValueError::new_err(format!(
+                "dtype must be float32 or float16, got {v:?}"
+            )))
+        }
+    };
+    Ok(PyBytes::new(py, &bytes))
+}

@@ -1,0 +1,68 @@
+"""Every CUDA source shipped in the wheel compiles with NVRTC, for the GPU generations fastprep
+targets, with every preamble the launcher generates. This needs no GPU and no driver: the
+`nvidia-cuda-nvrtc-cu12` wheel carries the compiler and `cuda-bindings` calls it (both in the test
+extra). The kernels' arithmetic is checked by the CPU emulation tests; this checks that the same
+text is valid CUDA, warning-free."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+import fastprep
+
+nvrtc = pytest.importorskip("cuda.bindings.nvrtc", reason="the test extra installs cuda-bindings")
+
+ARCHS = ("compute_80", "compute_90")
+
+
+def _variants(name: str) -> list[dict[str, int]]:
+    if name == "resize.cu":
+        out = []
+        pairs = [(0, 0), (1, 1), (2, 1), (1, 2), (2, 2)]
+        for channels, (src, dst) in itertools.product((1, 3, 4), pairs):
+            premuls = [(0, 0), (1, 0), (0, 1), (1, 1)] if (channels == 4 and src == 0) else [(0, 0)]
+            for pre, un in premuls:
+                out.append(
+                    {"CHANNELS": channels, "SRC_DTYPE": src, "DST_DTYPE": dst, "PREMUL_IN": pre, "UNPREMUL_OUT": un}
+                )
+        return out
+    if name == "normalize.cu":
+        return [{"OUT_DTYPE": d, "OUT_NCHW": nchw, "CHANNELS": c} for d in (1, 2) for nchw in (0, 1) for c in (1, 3, 4)]
+    raise AssertionError(f"no compile variants listed for {name}: add them here")
+
+
+def _compile(source: str, name: str, defines: dict[str, int], arch: str) -> tuple[str, bytes]:
+    err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
+    assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, err
+    opts = [f"--gpu-architecture={arch}".encode(), b"--std=c++14", *(f"-D{k}={v}".encode() for k, v in defines.items())]
+    (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
+    _, size = nvrtc.nvrtcGetProgramLogSize(prog)
+    log = b" " * size
+    nvrtc.nvrtcGetProgramLog(prog, log)
+    ptx = b""
+    if result == nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        _, psize = nvrtc.nvrtcGetPTXSize(prog)
+        ptx = b" " * psize
+        nvrtc.nvrtcGetPTX(prog, ptx)
+    nvrtc.nvrtcDestroyProgram(prog)
+    assert result == nvrtc.nvrtcResult.NVRTC_SUCCESS, f"{name} {defines} {arch}:\n{log.decode(errors='replace')}"
+    return log.decode(errors="replace").strip("\x00 \n"), ptx
+
+
+@pytest.mark.parametrize("name", fastprep.kernel_names())
+def test_every_kernel_compiles_with_nvrtc(name):
+    source = fastprep.kernel_source(name)
+    entries = {"resize.cu": [b"resize_horizontal", b"resize_vertical"], "normalize.cu": [b"crop_normalize_u8"]}[name]
+    for arch in ARCHS:
+        for defines in _variants(name):
+            log, ptx = _compile(source, name, defines, arch)
+            assert "warning" not in log.lower(), f"{name} {defines} {arch}: {log}"
+            for entry in entries:
+                assert b".entry " + entry in ptx, f"{entry!r} missing from the PTX of {name} {defines}"
+
+
+def test_a_broken_kernel_is_reported():
+    with pytest.raises(AssertionError, match="error"):
+        _compile('extern "C" __global__ void k() { undefined_thing(); }', "broken.cu", {}, ARCHS[0])
