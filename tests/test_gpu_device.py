@@ -1,0 +1,87 @@
+"""gpu_resize on a real GPU, against the CPU path. These run only where CuPy sees a CUDA device
+(the GPU check, benches/gpu/run.sh); elsewhere they skip and say so. Without a GPU the same kernels
+and launch plan are checked by tests/test_gpu_resize_emulated.py and test_cuda_nvrtc.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastprep
+
+
+def _device() -> str | None:
+    try:
+        import cupy
+
+        return None if cupy.cuda.runtime.getDeviceCount() > 0 else "CuPy sees no CUDA device"
+    except ImportError:
+        return "CuPy is not installed (pip install 'fastprep[cuda12]')"
+    except Exception as e:  # no driver
+        return f"no CUDA device: {e}"
+
+
+_WHY = _device()
+pytestmark = pytest.mark.skipif(_WHY is not None, reason=f"needs a GPU: {_WHY}")
+
+FILTERS = ["nearest", "box", "bilinear", "hamming", "bicubic", "lanczos"]
+
+
+def _images(n: int, h: int, w: int, c: int, seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return rng.integers(0, 256, (n, h, w, c), dtype=np.uint8)
+
+
+@pytest.mark.parametrize("f", FILTERS)
+@pytest.mark.parametrize("channels", [1, 3, 4])
+def test_uint8_equals_cpu(f, channels):
+    import cupy
+
+    host = _images(3, 97, 131, channels)
+    got = fastprep.gpu_resize(cupy.asarray(host), (64, 48), filter=f)
+    assert isinstance(got, cupy.ndarray) and got.shape == (3, 48, 64, channels)
+    for i in range(3):
+        want = fastprep.resize(host[i] if channels > 1 else host[i, ..., 0], (64, 48), filter=f)
+        np.testing.assert_array_equal(cupy.asnumpy(got[i]).reshape(want.shape), want)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_float_equals_cpu(dtype):
+    import cupy
+
+    host = (_images(2, 60, 80, 3).astype(np.float32) / 7).astype(dtype)
+    got = cupy.asnumpy(fastprep.gpu_resize(cupy.asarray(host), (33, 21), filter="bicubic"))
+    for i in range(2):
+        want = fastprep.resize(host[i].astype(np.float32), (33, 21), filter="bicubic").astype(dtype)
+        np.testing.assert_array_equal(got[i], want)
+
+
+def test_ragged_list_and_nchw_and_stream():
+    import cupy
+
+    imgs = [cupy.asarray(_images(1, h, w, 3, h)[0]) for h, w in ((40, 60), (1080, 1920), (300, 3))]
+    stream = cupy.cuda.Stream(non_blocking=True)
+    with stream:
+        got = fastprep.gpu_resize(imgs, (224, 224), filter="bilinear")
+    stream.synchronize()
+    for i, img in enumerate(imgs):
+        np.testing.assert_array_equal(
+            cupy.asnumpy(got[i]), fastprep.resize(cupy.asnumpy(img), (224, 224), filter="bilinear")
+        )
+    nchw = cupy.ascontiguousarray(cupy.stack(imgs[:1]).transpose(0, 3, 1, 2))
+    out = fastprep.gpu_resize(nchw, (30, 20), filter="lanczos", layout="NCHW")
+    np.testing.assert_array_equal(
+        cupy.asnumpy(out[0]).transpose(1, 2, 0), fastprep.resize(cupy.asnumpy(imgs[0]), (30, 20), filter="lanczos")
+    )
+
+
+def test_torch_tensor_in_dlpack_out():
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device")
+    t = torch.randint(0, 256, (2, 100, 120, 3), dtype=torch.uint8, device="cuda")
+    out = fastprep.gpu_resize(t, (50, 40), filter="bilinear")
+    back = torch.from_dlpack(out)
+    assert back.is_cuda and tuple(back.shape) == (2, 40, 50, 3)
+    want = fastprep.resize(t[0].cpu().numpy(), (50, 40), filter="bilinear")
+    np.testing.assert_array_equal(back[0].cpu().numpy(), want)
