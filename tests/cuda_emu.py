@@ -80,10 +80,14 @@ class EmuBackend:
         lib = compile_emulated(name, defines)
         fn = getattr(lib, f"launch_{kernel}")
         fn.restype = None
+        cargs: list[Any] = []
         for a in args:
-            assert isinstance(a, np.ndarray) and a.flags.c_contiguous, (
-                "kernel arguments must be contiguous device buffers"
-            )
-        ptrs = [ctypes.c_void_p(a.ctypes.data) for a in args]
-        fn(*(ctypes.c_uint(v) for v in (*grid, *gpu.BLOCK)), *ptrs)
+            if isinstance(a, np.int32):
+                cargs.append(ctypes.c_int(int(a)))
+            elif isinstance(a, np.int64):
+                cargs.append(ctypes.c_longlong(int(a)))
+            else:
+                assert isinstance(a, np.ndarray) and a.flags.c_contiguous, "buffers must be contiguous arrays"
+                cargs.append(ctypes.c_void_p(a.ctypes.data))
+        fn(*(ctypes.c_uint(v) for v in (*grid, *gpu.BLOCK)), *cargs)
         self.launches.append((kernel, dict(defines), grid))

@@ -162,3 +162,49 @@ def test_crop_normalize_kernel_equals_the_cpu_tables(dtype, nchw):
     want = (crop - np.asarray(fastprep.IMAGENET_MEAN, np.float32)) / np.asarray(fastprep.IMAGENET_STD, np.float32)
     want = want.astype(dtype)
     np.testing.assert_array_equal(out, want.transpose(0, 3, 1, 2) if nchw else want)
+
+
+def test_without_cupy_the_error_says_what_to_install():
+    import importlib.util
+
+    if importlib.util.find_spec("cupy") is not None:
+        pytest.skip("CuPy is installed here: the missing-CuPy error cannot happen")
+    with pytest.raises(fastprep.DeviceUnavailableError, match=r"fastprep\[cuda12\]"):
+        fastprep.gpu_resize(np.zeros((1, 8, 8, 3), np.uint8), (4, 4))
+
+
+@pytest.mark.parametrize(("layout", "dtype"), [("NCHW", "float32"), ("NHWC", "float16"), ("NCHW", "uint8")])
+def test_gpu_preprocess_equals_the_cpu_pipeline(layout, dtype):
+    from fastprep.gpu import gpu_preprocess
+
+    from . import image_data as data
+
+    blobs = [v for k, v in data.jpeg_variants().items() if "cmyk" not in k][:10]
+    blobs += [data.png_variants()["rgba8"], data.jpeg_with_orientation(data.photos()["flower.jpg"][:300, :400], 6)]
+    be = EmuBackend()
+    got = gpu_preprocess(blobs, layout=layout, dtype=dtype, backend=be)
+    want = fastprep.preprocess(blobs, layout=layout, dtype=dtype)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    kernels = [k for k, _, _ in be.launches]
+    assert kernels.count("crop_normalize_u8") == (0 if dtype == "uint8" else 1)
+
+
+def test_gpu_preprocess_windows_sizes_and_bad_images():
+    from fastprep.gpu import gpu_preprocess
+
+    from . import image_data as data
+
+    blobs = [data.jpeg_variants()[k] for k in ("china-q75-420", "flower-prog-444", "grace_hopper-q95-444")]
+    be = EmuBackend()
+    for kw in ({"size": (200, 150), "crop": None}, {"resize_shorter": 160, "crop": (128, 96)}, {"filter": "lanczos"}):
+        np.testing.assert_array_equal(
+            gpu_preprocess(blobs, backend=be, **kw), fastprep.preprocess(blobs, **kw), err_msg=str(kw)
+        )
+    bad = [blobs[0], b"junk", blobs[1]]
+    batch, ok = gpu_preprocess(bad, on_error="skip", backend=be)
+    want, want_ok = fastprep.preprocess(bad, on_error="skip")
+    assert ok.tolist() == want_ok.tolist() == [True, False, True]
+    np.testing.assert_array_equal(batch, want)
+    with pytest.raises(fastprep.DecodeError):
+        gpu_preprocess(bad, backend=be)

@@ -23,10 +23,10 @@ from typing import Any, Literal, Protocol
 
 from . import _core
 from .errors import DeviceUnavailableError
-from .image import Filter
+from .image import MAX_IMAGE_PIXELS, Filter, decode_batch
 from .kernels import kernel_source
 
-__all__ = ["gpu_resize"]
+__all__ = ["gpu_preprocess", "gpu_resize"]
 
 DESC_LEN = 14
 BLOCK = (32, 8, 1)
@@ -68,67 +68,60 @@ def _tall_first(h: int, w: int, out_h: int) -> bool:
     return h > w * 100 and out_h < h
 
 
+@dataclass
+class _Pass:
+    """One image's part of a pass: the table (source size -> full target size along the axis), the
+    size this pass writes, the table index of its first output and the first source row read."""
+
+    table_in: int
+    table_out: int
+    out_w: int
+    out_h: int
+    i0: int
+    first: int
+
+
 def _plan_pass(
-    srcs: list[_Image],
-    dsts: list[_Image],
-    axis: int,
-    sizes: list[tuple[int, int]],
-    firsts: list[int],
-    filter: str,
-    fixed: bool,
-    antialias: bool,
+    srcs: list[_Image], dsts: list[_Image], axis: int, parts: list[_Pass], filter: str, fixed: bool, antialias: bool
 ) -> tuple[Any, Any, Any, tuple[int, int, int]]:
     """Per-image descriptors, the concatenated tables and the grid of one pass (axis 0:
-    horizontal, 1: vertical) over every image; `sizes` are this pass's output sizes."""
+    horizontal, 1: vertical) over every image."""
     import numpy as np
 
-    tables = []
-    for src, (out_w, out_h) in zip(srcs, sizes, strict=True):
-        in_size, out_size = (src.w, out_w) if axis == 0 else (src.h, out_h)
-        tables.append(_axis(in_size, out_size, filter, fixed, antialias))
+    tables = [_axis(p.table_in, p.table_out, filter, fixed, antialias) for p in parts]
     kmax = max(t[0] for t in tables)
     wdtype = np.int32 if fixed else np.float64
     desc = np.zeros((len(srcs), DESC_LEN), np.int64)
     bounds, weights = [], []
     tab = 0
-    for n, (src, dst, (out_w, out_h), first, (ksize, b, k)) in enumerate(
-        zip(srcs, dsts, sizes, firsts, tables, strict=True)
-    ):
+    for n, (src, dst, p, (ksize, b, k)) in enumerate(zip(srcs, dsts, parts, tables, strict=True)):
         w = np.frombuffer(k, dtype=wdtype).reshape(-1, ksize)
         if ksize < kmax:  # one row length for the whole batch; the extra weights are never read
             w = np.pad(w, ((0, 0), (0, kmax - ksize)))
         desc[n] = (
-            src.offset,
-            src.sy,
-            src.sx,
-            src.sc,
-            dst.offset,
-            dst.sy,
-            dst.sx,
-            dst.sc,
-            out_w,
-            out_h,
-            first,
-            tab,
-            kmax,
-            0,
+            *(src.offset, src.sy, src.sx, src.sc, dst.offset, dst.sy, dst.sx, dst.sc),
+            *(p.out_w, p.out_h, p.first, tab, kmax, p.i0),
         )
         bounds.append(np.frombuffer(b, dtype=np.int32))
         weights.append(w)
         tab += w.shape[0]
-    max_w = max(w for w, _ in sizes)
-    max_h = max(h for _, h in sizes)
+    max_w = max(p.out_w for p in parts)
+    max_h = max(p.out_h for p in parts)
     grid = (-(-max_w // BLOCK[0]), -(-max_h // BLOCK[1]), len(srcs))
     return desc, np.concatenate(bounds), np.ascontiguousarray(np.concatenate(weights).reshape(-1)), grid
 
 
-def _first_rows(filter: str, antialias: bool, h: int, out_h: int) -> tuple[int, int]:
-    """The source rows [first, last) the vertical pass reads: the horizontal pass does only those."""
+def _rows_read(filter: str, antialias: bool, h: int, out_h: int, y0: int, rows: int) -> tuple[int, int]:
+    """The source rows [first, last) that output rows y0 .. y0 + rows of the vertical pass read:
+    the horizontal pass computes only those (as Pillow and the CPU path do)."""
     import numpy as np
 
     _, b, _ = _axis(h, out_h, filter, True, antialias)
     pairs = np.frombuffer(b, dtype=np.int32).reshape(-1, 2)
-    return int(pairs[0, 0]), int(pairs[-1, 0] + pairs[-1, 1])
+    return int(pairs[y0, 0]), int(pairs[y0 + rows - 1, 0] + pairs[y0 + rows - 1, 1])
+
+
+Window = tuple[int, int, int, int]  # x, y, width, height of the full-size result
 
 
 def run_resize(
@@ -137,61 +130,100 @@ def run_resize(
     images: list[_Image],
     channels: int,
     dtype: str,
-    size: tuple[int, int],
+    targets: list[tuple[int, int]],
+    windows: list[Window],
     filter: str,
     antialias: bool,
     out: Any,
     out_images: list[_Image],
 ) -> None:
-    """Resizes each image of `flat` (a 1-D device buffer) into `out` (another), both described
-    per image by element offsets and strides. Launches at most two kernels per pass order."""
+    """Resizes image i of `flat` (a 1-D device buffer) to targets[i] and writes the part
+    windows[i] of the result to out_images[i] of `out`. Images taking the same passes share
+    launches: at most two kernels per group, whatever the batch size."""
     xp = backend.xp
-    out_w, out_h = size
     source = kernel_source("resize.cu")
     code = _DTYPES[dtype]
     fixed = code == 0
     premul = channels == 4 and fixed and filter != "nearest"
-    # Images that take the same passes in the same order share launches; a pass Pillow would
-    # skip (the size does not change along that axis) is skipped here too.
+    # A pass Pillow would skip (the size does not change along that axis) is skipped here too.
     groups: dict[tuple[str, bool, bool], list[int]] = {}
-    for i, im in enumerate(images):
-        order = "vh" if _tall_first(im.h, im.w, out_h) else "hv"
-        groups.setdefault((order, im.w != out_w, im.h != out_h), []).append(i)
+    for i, (im, (tw, th)) in enumerate(zip(images, targets, strict=True)):
+        order = "vh" if _tall_first(im.h, im.w, th) else "hv"
+        groups.setdefault((order, im.w != tw, im.h != th), []).append(i)
     for (order, need_h, need_v), idx in groups.items():
         srcs = [images[i] for i in idx]
         dsts = [out_images[i] for i in idx]
+        tgts = [targets[i] for i in idx]
+        wins = [windows[i] for i in idx]
         if not need_h and not need_v:
-            for s_, d_ in zip(srcs, dsts, strict=True):
-                _copy(xp, flat, s_, out, d_, channels)
+            for s_, d_, (x, y, cw, ch) in zip(srcs, dsts, wins, strict=True):
+                _copy(xp, flat, _shift(s_, x, y), out, d_, channels, cw, ch)
             continue
-        passes: list[tuple[int, list[tuple[int, int]], list[int]]] = []  # (axis, sizes, firsts)
+        # (axis, per-image parts, source images of this pass)
+        passes: list[tuple[int, list[_Pass]]] = []
         if order == "hv":
             if need_h:
-                rows = [_first_rows(filter, antialias, s_.h, out_h) if need_v else (0, s_.h) for s_ in srcs]
-                passes.append((0, [(out_w, last - first) for first, last in rows], [first for first, _ in rows]))
+                rows = [
+                    _rows_read(filter, antialias, s_.h, th, y, ch) if need_v else (y, y + ch)
+                    for s_, (_, th), (_, y, _, ch) in zip(srcs, tgts, wins, strict=True)
+                ]
+                passes.append(
+                    (
+                        0,
+                        [
+                            _Pass(s_.w, tw, cw, last - first, x, first)
+                            for s_, (tw, _), (x, _, cw, _), (first, last) in zip(srcs, tgts, wins, rows, strict=True)
+                        ],
+                    )
+                )
             if need_v:
-                passes.append((1, [(out_w if need_h else s_.w, out_h) for s_ in srcs], [0] * len(srcs)))
+                passes.append(
+                    (
+                        1,
+                        [
+                            _Pass(s_.h, th, cw, ch, y, 0)
+                            for s_, (_, th), (_, y, cw, ch) in zip(srcs, tgts, wins, strict=True)
+                        ],
+                    )
+                )
         else:
-            passes.append((1, [(s_.w, out_h) for s_ in srcs], [0] * len(srcs)))
+            passes.append(
+                (
+                    1,
+                    [
+                        _Pass(s_.h, th, s_.w if need_h else cw, ch, y, 0)
+                        for s_, (_, th), (_, y, cw, ch) in zip(srcs, tgts, wins, strict=True)
+                    ],
+                )
+            )
             if need_h:
-                passes.append((0, [(out_w, out_h)] * len(srcs), [0] * len(srcs)))
-        cur, cur_imgs = flat, srcs
-        for p, (axis, sizes, firsts) in enumerate(passes):
+                passes.append(
+                    (
+                        0,
+                        [
+                            _Pass(s_.w, tw, cw, ch, x, 0)
+                            for s_, (tw, _), (x, _, cw, ch) in zip(srcs, tgts, wins, strict=True)
+                        ],
+                    )
+                )
+        # A vertical pass straight from the source reads only the window's columns; after a
+        # horizontal pass the columns are already the window's.
+        cur = flat
+        cur_imgs = [_shift(s_, x, 0) if not need_h else s_ for s_, (x, _, _, _) in zip(srcs, wins, strict=True)]
+        for p, (axis, parts) in enumerate(passes):
             last = p == len(passes) - 1
             if last:
-                nxt, nxt_imgs = out, dsts
-                dst_code = code
+                nxt, nxt_imgs, dst_code = out, dsts, code
             else:  # an intermediate image per input, packed HWC; float16 keeps float32 here
                 tmp_dtype = "uint8" if fixed else "float32"
-                offs, tmp_imgs = 0, []
-                for w_, h_ in sizes:
-                    tmp_imgs.append(_Image(offs, h_, w_, w_ * channels, channels, 1))
-                    offs += w_ * h_ * channels
+                offs, nxt_imgs = 0, []
+                for part in parts:
+                    nxt_imgs.append(_Image(offs, part.out_h, part.out_w, part.out_w * channels, channels, 1))
+                    offs += part.out_w * part.out_h * channels
                 nxt = xp.empty(max(offs, 1), dtype=tmp_dtype)
-                nxt_imgs = tmp_imgs
                 dst_code = _DTYPES[tmp_dtype]
             src_code = code if p == 0 else (0 if fixed else 1)
-            desc, bounds, weights, grid = _plan_pass(cur_imgs, nxt_imgs, axis, sizes, firsts, filter, fixed, antialias)
+            desc, bounds, weights, grid = _plan_pass(cur_imgs, nxt_imgs, axis, parts, filter, fixed, antialias)
             defines = {
                 "CHANNELS": channels,
                 "SRC_DTYPE": src_code,
@@ -202,19 +234,24 @@ def run_resize(
             kernel = "resize_horizontal" if axis == 0 else "resize_vertical"
             args = (cur, nxt, backend.asarray(desc), backend.asarray(bounds), backend.asarray(weights))
             backend.launch(source, defines, kernel, grid, args)
-            # The next pass reads this one's output with the source's row numbers: an image whose
-            # rows start at source row `first` is addressed as if row 0 were `first` rows above,
-            # and after a horizontal pass it keeps the source's height for the vertical weights.
+            # The next pass reads this one's output with the source's row numbers: rows that
+            # start at source row `first` are addressed as if row 0 were `first` rows above, and
+            # after a horizontal pass the image keeps the source's height for the vertical table.
             cur = nxt
             cur_imgs = [
-                _Image(im.offset - f * im.sy, src.h if axis == 0 else im.h, im.w, im.sy, im.sx, im.sc)
-                for im, f, src in zip(nxt_imgs, firsts, srcs, strict=True)
+                _Image(im.offset - part.first * im.sy, src.h if axis == 0 else im.h, im.w, im.sy, im.sx, im.sc)
+                for im, part, src in zip(nxt_imgs, parts, srcs, strict=True)
             ]
 
 
-def _copy(xp: Any, flat: Any, s: _Image, out: Any, d: _Image, channels: int) -> None:
-    idx_y = xp.arange(s.h)[:, None, None]
-    idx_x = xp.arange(s.w)[None, :, None]
+def _shift(im: _Image, x: int, y: int) -> _Image:
+    """The same image addressed from pixel (x, y)."""
+    return _Image(im.offset + y * im.sy + x * im.sx, im.h - y, im.w - x, im.sy, im.sx, im.sc)
+
+
+def _copy(xp: Any, flat: Any, s: _Image, out: Any, d: _Image, channels: int, w: int, h: int) -> None:
+    idx_y = xp.arange(h)[:, None, None]
+    idx_x = xp.arange(w)[None, :, None]
     idx_c = xp.arange(channels)[None, None, :]
     out[d.offset + idx_y * d.sy + idx_x * d.sx + idx_c * d.sc] = flat[
         s.offset + idx_y * s.sy + idx_x * s.sx + idx_c * s.sc
@@ -349,7 +386,9 @@ def gpu_resize(
         outs = [_Image(i * per, out_h, out_w, out_w, 1, out_w * out_h) for i in range(n)]
         shape = (n, channels, out_h, out_w)
     out = xp.empty(n * per, dtype=dtype)
-    run_resize(be, flat, images, channels, dtype, (out_w, out_h), filter, antialias, out, outs)
+    targets = [(out_w, out_h)] * n
+    windows = [(0, 0, out_w, out_h)] * n
+    run_resize(be, flat, images, channels, dtype, targets, windows, filter, antialias, out, outs)
     return out.reshape(shape)
 
 
@@ -360,3 +399,107 @@ def _device_array(be: Backend, obj: Any) -> Any:
     if hasattr(obj, "__dlpack__") and hasattr(xp, "from_dlpack"):
         return xp.from_dlpack(obj)
     return be.asarray(obj)
+
+
+def _resized_size(shorter: int | None, size: tuple[int, int] | None, w: int, h: int) -> tuple[int, int]:
+    # torchvision's Resize(int): int(size * long / short), as the CPU pipeline (pipeline.rs) does.
+    if size is not None:
+        return size
+    assert shorter is not None
+    return (shorter, int(shorter * h / w)) if w <= h else (int(shorter * w / h), shorter)
+
+
+def gpu_preprocess(
+    images: Sequence[bytes],
+    *,
+    resize_shorter: int | None = 256,
+    size: tuple[int, int] | None = None,
+    crop: int | tuple[int, int] | None = 224,
+    mean: Sequence[float] = (0.485, 0.456, 0.406),
+    std: Sequence[float] = (0.229, 0.224, 0.225),
+    layout: Literal["NCHW", "NHWC"] = "NCHW",
+    dtype: Literal["float32", "float16", "uint8"] = "float32",
+    filter: Filter = "bilinear",
+    num_threads: int | None = None,
+    on_error: Literal["raise", "skip"] = "raise",
+    max_pixels: int | None = MAX_IMAGE_PIXELS,
+    apply_exif_orientation: bool = True,
+    backend: Backend | None = None,
+) -> Any:
+    """``preprocess(..., device="cuda")``: the same batch as the CPU pipeline, made on the GPU.
+
+    Today the images are decoded on the CPU (Rust, in parallel, GIL released), packed and copied
+    to the GPU once; resize (only the crop window), crop and normalize run as CUDA kernels writing
+    the batch in place, and nothing returns to the host. (Decoding JPEG's DCT stages on the GPU is
+    the next step.) Returns a CuPy array, and with ``on_error="skip"`` an ``ok`` mask too.
+    """
+    import numpy as np
+
+    be = backend or _backend()
+    xp = be.xp
+    if size is not None:
+        size = (int(size[0]), int(size[1]))
+        resize_shorter = None
+    cw, ch = (crop, crop) if isinstance(crop, int) else (crop if crop is not None else (0, 0))
+    if crop is None:
+        if size is None:
+            raise ValueError("images of different shapes cannot share a batch: give crop=..., or size=(width, height)")
+        cw, ch = size
+    if dtype not in ("float32", "float16", "uint8") or layout not in ("NCHW", "NHWC"):
+        raise ValueError(f"dtype must be float32, float16 or uint8 and layout NCHW or NHWC, got {dtype!r}, {layout!r}")
+    if on_error not in ("raise", "skip"):
+        raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    decoded = decode_batch(
+        images, mode="RGB", apply_exif_orientation=apply_exif_orientation, max_pixels=max_pixels,
+        num_threads=num_threads, on_error="skip",
+    )  # fmt: skip
+    failed = [i for i, d in enumerate(decoded) if d is None]
+    if failed and on_error == "raise":
+        decode_batch([images[i] for i in failed[:1]], max_pixels=max_pixels)  # raises with the reason
+    n = len(decoded)
+    ok_idx = [i for i, d in enumerate(decoded) if d is not None]
+    srcs, targets, windows, parts, offset = [], [], [], [], 0
+    for i in ok_idx:
+        a = decoded[i]
+        h, w = a.shape[:2]
+        tw, th = _resized_size(resize_shorter, size, w, h)
+        if cw > tw or ch > th:
+            raise ValueError(f"crop {cw}x{ch} does not fit in the resized {tw}x{th} image {i}")
+        windows.append((round((tw - cw) / 2.0), round((th - ch) / 2.0), cw, ch))
+        targets.append((tw, th))
+        srcs.append(_Image(offset, h, w, w * 3, 3, 1))
+        parts.append(a.reshape(-1))
+        offset += a.size
+    per = cw * ch * 3
+    shape = (n, 3, ch, cw) if layout == "NCHW" else (n, ch, cw, 3)
+    result = xp.zeros(n * per, dtype=dtype)
+    if ok_idx:
+        flat = be.asarray(np.concatenate(parts))  # the one host-to-device copy
+        crops = xp.empty(len(ok_idx) * per, dtype="uint8")
+        outs = [_Image(k * per, ch, cw, cw * 3, 3, 1) for k in range(len(ok_idx))]
+        run_resize(be, flat, srcs, 3, "uint8", targets, windows, filter, True, crops, outs)
+        if dtype == "uint8":
+            packed = crops.reshape(len(ok_idx), ch, cw, 3)
+            if layout == "NCHW":
+                packed = packed.transpose(0, 3, 1, 2)
+            dense = xp.ascontiguousarray(packed).reshape(len(ok_idx), per)
+        else:
+            lut = be.asarray(np.frombuffer(_core.normalize_table(list(mean), list(std), dtype), dtype=dtype))
+            dense = xp.empty(len(ok_idx) * per, dtype=dtype)
+            defines = {"OUT_DTYPE": 1 if dtype == "float32" else 2, "OUT_NCHW": int(layout == "NCHW"), "CHANNELS": 3}
+            grid = (-(-cw // BLOCK[0]), -(-ch // BLOCK[1]), len(ok_idx))
+            i32, i64 = np.int32, np.int64
+            args = (crops, dense, lut, i32(ch), i32(cw), i64(cw * 3), i64(per), i32(ch), i32(cw), i32(0), i32(0))
+            be.launch(kernel_source("normalize.cu"), defines, "crop_normalize_u8", grid, args)
+            dense = dense.reshape(len(ok_idx), per)
+        if len(ok_idx) == n:
+            result = dense.reshape(-1)
+        else:
+            result = result.reshape(n, per)
+            result[xp.asarray(np.asarray(ok_idx))] = dense
+    batch = result.reshape(shape)
+    if on_error == "skip":
+        ok = np.zeros(n, bool)
+        ok[ok_idx] = True
+        return batch, ok
+    return batch

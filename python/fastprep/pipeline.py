@@ -222,11 +222,22 @@ _PIPELINES: collections.OrderedDict[tuple[Any, ...], ImagePipeline] = collection
 _PIPELINES_LOCK = threading.Lock()
 
 
-def preprocess(images: Sequence[bytes], *, return_timings: bool = False, **settings: Any) -> Any:
+def preprocess(
+    images: Sequence[bytes], *, device: Literal["cpu", "cuda"] = "cpu", return_timings: bool = False, **settings: Any
+) -> Any:
     """``ImagePipeline(**settings)(images)``, reusing one pipeline (and its pool) per settings.
+    ``device="cuda"`` makes the same batch on the GPU as a CuPy array (``fastprep.gpu.gpu_preprocess``).
 
     >>> batch = fastprep.preprocess(blobs, resize_shorter=256, crop=224)   # doctest: +SKIP
     """
+    if device == "cuda":
+        if return_timings:
+            raise ValueError("return_timings is for the CPU pipeline; time GPU work with CUDA events")
+        from .gpu import gpu_preprocess
+
+        return gpu_preprocess(images, **settings)
+    if device != "cpu":
+        raise ValueError(f"device must be 'cpu' or 'cuda', got {device!r}")
     key = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in settings.items()))
     with _PIPELINES_LOCK:
         pipe = _PIPELINES.get(key)
