@@ -181,3 +181,27 @@ def test_settings_are_validated():
     with pytest.raises(TypeError, match="image 1"):
         fastprep.preprocess([_blobs(1)[0], "x"])  # type: ignore[list-item]
     assert fastprep.preprocess([]).shape == (0, 3, 224, 224)
+
+
+def test_one_thread_means_one_core():
+    """num_threads=1 must not spill onto rayon's global pool: the CPU time of the call stays close
+    to its wall time (a second busy thread would nearly double it)."""
+    import resource
+    import time
+
+    blobs = [data.jpeg(data.scaled(data.photos()["china.jpg"], (1920, 1080)), quality=90)] * 6
+
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    for fn in (
+        lambda: fastprep.preprocess(blobs, num_threads=1),
+        lambda: fastprep.decode_batch(blobs, num_threads=1),
+        lambda: fastprep.resize_batch([np.zeros((1080, 1920, 3), np.uint8)] * 6, (455, 256), num_threads=1),
+    ):
+        fn()
+        c0, t0 = cpu(), time.perf_counter()
+        fn()
+        used, wall = cpu() - c0, time.perf_counter() - t0
+        assert used < 1.35 * wall, f"{used:.3f} s of CPU in {wall:.3f} s: more than one core busy"

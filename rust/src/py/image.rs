@@ -11,7 +11,6 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use rayon::prelude::*;
 
 impl From<ImageError> for PyErr {
     fn from(e: ImageError) -> Self {
@@ -100,25 +99,18 @@ pub fn resize_batch_u8(
         // SAFETY: the PyBuffers (`bufs`, `dst`) keep every source and the destination exported
         // and in place until they drop after this closure; slots of `per` bytes are disjoint.
         let all = unsafe { std::slice::from_raw_parts_mut(dst_ptr as *mut u8, per * n) };
-        threads::run(threads, || {
-            srcs.par_iter()
-                .zip(all.par_chunks_mut(per.max(1)))
-                .map(|(&(ptr, h, w), slot)| {
-                    // SAFETY: see above; each source holds h * w * channels bytes (checked).
-                    let src =
-                        unsafe { std::slice::from_raw_parts(ptr as *const u8, h * w * channels) };
-                    let win = Window {
-                        x: 0,
-                        y: 0,
-                        width: out_width,
-                        height: out_height,
-                    };
-                    let px =
-                        resize_window(src, w, h, channels, out_width, out_height, filter, win)?;
-                    slot.copy_from_slice(&px);
-                    Ok(())
-                })
-                .collect()
+        threads::map_slots(threads, &srcs, all, per, |&(ptr, h, w), slot| {
+            // SAFETY: see above; each source holds h * w * channels bytes (checked).
+            let src = unsafe { std::slice::from_raw_parts(ptr as *const u8, h * w * channels) };
+            let win = Window {
+                x: 0,
+                y: 0,
+                width: out_width,
+                height: out_height,
+            };
+            let px = resize_window(src, w, h, channels, out_width, out_height, filter, win)?;
+            slot.copy_from_slice(&px);
+            Ok(())
         })
     });
     drop(bufs);
@@ -242,11 +234,8 @@ pub fn decode_images<'py>(
     let opts = options(mode, apply_exif_orientation, max_pixels, 1)?;
     let slices: Vec<&[u8]> = items.iter().map(PyBytesMethods::as_bytes).collect();
     let threads = threads::resolve(num_threads).min(slices.len().max(1));
-    let results: Vec<Result<Image, CoreDecodeError>> = py.detach(|| {
-        threads::run(threads, || {
-            slices.par_iter().map(|d| decode(d, &opts)).collect()
-        })
-    });
+    let results: Vec<Result<Image, CoreDecodeError>> =
+        py.detach(|| threads::map(threads, &slices, |d| decode(d, &opts)));
     results
         .into_iter()
         .map(|r| match r {
@@ -348,18 +337,12 @@ pub fn preprocess_into(
         // bytes alive and in place until it drops after this closure; each image gets a
         // disjoint `per`-byte slot.
         let all = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, need) };
-        threads::run(threads, || {
-            slices
-                .par_iter()
-                .zip(all.par_chunks_mut(per.max(1)))
-                .map(|(data, slot)| {
-                    let r = process_one(data, &spec, &tables, slot);
-                    if r.is_err() {
-                        slot.fill(0);
-                    }
-                    r
-                })
-                .collect()
+        threads::map_slots(threads, &slices, all, per, |data, slot| {
+            let r = process_one(data, &spec, &tables, slot);
+            if r.is_err() {
+                slot.fill(0);
+            }
+            r
         })
     });
     drop(buf);

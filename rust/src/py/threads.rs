@@ -83,3 +83,44 @@ pub fn run<T: Send>(threads: usize, f: impl FnOnce() -> T + Send) -> T {
         .expect("a pool of this process");
     e.pool.install(f)
 }
+
+/// `f` over `items`, on `threads` threads, in order. With one thread it runs sequentially on the
+/// caller's thread: rayon's parallel iterators outside `run` would use rayon's global pool (all
+/// cores), which is not what `num_threads=1` asks for.
+pub fn map<T: Sync, R: Send>(
+    threads: usize,
+    items: &[T],
+    f: impl Fn(&T) -> R + Sync + Send,
+) -> Vec<R> {
+    use rayon::prelude::*;
+    if threads <= 1 {
+        return items.iter().map(f).collect();
+    }
+    run(threads, || items.par_iter().map(f).collect())
+}
+
+/// `f` over `items` each paired with its own `chunk`-byte slice of `out`, like `map`.
+pub fn map_slots<T: Sync, R: Send>(
+    threads: usize,
+    items: &[T],
+    out: &mut [u8],
+    chunk: usize,
+    f: impl Fn(&T, &mut [u8]) -> R + Sync + Send,
+) -> Vec<R> {
+    use rayon::prelude::*;
+    let chunk = chunk.max(1);
+    if threads <= 1 {
+        return items
+            .iter()
+            .zip(out.chunks_mut(chunk))
+            .map(|(t, s)| f(t, s))
+            .collect();
+    }
+    run(threads, || {
+        items
+            .par_iter()
+            .zip(out.par_chunks_mut(chunk))
+            .map(|(t, s)| f(t, s))
+            .collect()
+    })
+}
