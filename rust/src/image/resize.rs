@@ -258,8 +258,8 @@ pub struct Window {
     pub height: usize,
 }
 
-/// Resizes an 8-bit image of `channels` interleaved channels (1: L, 3: RGB; Pillow's RGBA path
-/// premultiplies alpha first, so 4 channels are refused until that is implemented).
+/// Resizes an 8-bit image of `channels` interleaved channels (1: L, 3: RGB, 4: RGBA, which is
+/// premultiplied by alpha around the resize as Pillow does).
 pub fn resize_u8(
     src: &[u8],
     width: usize,
@@ -524,10 +524,10 @@ mod tests {
 
     #[test]
     fn errors_say_why() {
-        let e = resize_u8(&[0; 16], 2, 2, 4, 1, 1, Filter::Box)
+        let e = resize_u8(&[0; 20], 2, 2, 5, 1, 1, Filter::Box)
             .unwrap_err()
             .to_string();
-        assert!(e.contains("RGBA"), "{e}");
+        assert!(e.contains("RGBA") && e.contains("got 5"), "{e}");
         assert!(resize_u8(&[0; 3], 2, 2, 1, 1, 1, Filter::Box).is_err());
         assert!(resize_u8(&[0; 4], 2, 2, 1, 0, 1, Filter::Box).is_err());
     }
