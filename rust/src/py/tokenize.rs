@@ -443,7 +443,7 @@ impl PyTokenizer {
     ) -> PyResult<Bound<'py, PyDict>> {
         let tok = read(&self.core);
         let d = PyDict::new(py);
-        for (t, id) in &tok.model.vocab {
+        for (t, id) in tok.model.vocab() {
             d.set_item(t, id)?;
         }
         if with_added_tokens {

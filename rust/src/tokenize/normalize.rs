@@ -107,6 +107,9 @@ pub enum Normalizer {
     Strip { left: bool, right: bool },
     Replace { pattern: Pattern, content: String },
     Prepend(String),
+    Bert(super::bert::BertNormalizer),
+    StripAccents,
+    Nmt,
     Sequence(Vec<Normalizer>),
 }
 
@@ -139,6 +142,9 @@ impl Normalizer {
             Self::Strip { left, right } => strip(n, *left, *right),
             Self::Replace { pattern, content } => replace(n, pattern, content),
             Self::Prepend(s) => (!n.text.is_empty()).then(|| n.prepend(s)),
+            Self::Bert(b) => b.apply(n),
+            Self::StripAccents => super::bert::strip_accents(n),
+            Self::Nmt => super::bert::nmt(n),
             Self::Sequence(items) => {
                 let mut cur: Option<Normalized> = None;
                 for item in items {

@@ -36,6 +36,8 @@ pub enum PreTokenizer {
     Punctuation(Behavior),
     Whitespace,
     WhitespaceSplit,
+    Bert,
+    CharDelimiterSplit(Pattern),
     Sequence(Vec<PreTokenizer>),
 }
 
@@ -287,6 +289,13 @@ impl PreTokenizer {
                 sources,
                 pieces,
                 |t| Pattern::Char(char::is_whitespace).find_matches(t),
+                Behavior::Removed,
+            ),
+            Self::Bert => super::bert::split_pieces(sources, pieces),
+            Self::CharDelimiterSplit(delimiter) => split_pieces(
+                sources,
+                pieces,
+                |t| delimiter.find_matches(t),
                 Behavior::Removed,
             ),
         }
