@@ -76,8 +76,8 @@ def _with(js: str, path: list, value) -> str:
 @pytest.mark.parametrize(
     ("path", "value", "needle"),
     [
-        (["model", "type"], "WordPiece", 'model "WordPiece" at model'),
-        (["normalizer"], {"type": "BertNormalizer"}, 'normalizer "BertNormalizer" at normalizer'),
+        (["model", "type"], "Unigram", 'model "Unigram" at model'),
+        (["normalizer"], {"type": "Precompiled"}, 'normalizer "Precompiled" at normalizer'),
         (
             ["pre_tokenizer", "pretokenizers", 0],
             {"type": "Metaspace", "replacement": "▁"},
