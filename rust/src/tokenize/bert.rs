@@ -6,9 +6,9 @@
 //! per-char rewrite that copies the char's alignment to what replaces it: the alignments HF's
 //! `NormalizedString::transform` produces, without its (char, change) lists. Only NFD (inside
 //! strip_accents) reorders marks across chars, and it runs through the shared `transform`.
-use super::normalize::Normalized;
+use super::charclass;
+use super::normalize::{Normalized, Outcome};
 use super::pretokenize::{Piece, Sources};
-use unicode_categories::UnicodeCategories;
 use unicode_normalization_alignments::UnicodeNormalization;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -20,10 +20,10 @@ pub struct BertNormalizer {
     pub lowercase: bool,
 }
 
-/// HF's `is_control`: Unicode category C* (as the `unicode_categories` crate tables have it),
-/// except \t \n \r which count as whitespace.
-fn is_control(c: char) -> bool {
-    !matches!(c, '\t' | '\n' | '\r') && c.is_other()
+/// ASCII bytes the clean_text step removes: controls other than \t \n \r (NUL among them).
+#[inline]
+fn is_dropped(b: u8) -> bool {
+    (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r')) || b == 0x7F
 }
 
 /// The CJK Unified Ideographs blocks BERT puts spaces around (not Hangul, Hiragana, Katakana).
@@ -41,22 +41,39 @@ fn is_chinese_char(c: char) -> bool {
     )
 }
 
-/// Rebuilds `n` char by char: `f` pushes each char's replacement (zero or more chars) into the
-/// buffer; every replacement char takes the old char's alignment.
-fn per_char(n: &Normalized, mut f: impl FnMut(char, &mut Vec<char>)) -> Normalized {
-    let mut text = String::with_capacity(n.text.len() + 8);
-    let mut align = Vec::with_capacity(n.align.len() + 8);
-    let mut buf = Vec::with_capacity(4);
-    for (i, c) in n.text.char_indices() {
-        buf.clear();
-        f(c, &mut buf);
-        let a = n.align[i];
-        for &d in &buf {
-            text.push(d);
-            align.extend(std::iter::repeat_n(a, d.len_utf8()));
+/// Where a per-char rewrite writes: each char pushed takes the alignment of the old char being
+/// rewritten.
+struct Emit {
+    text: String,
+    align: Vec<(u32, u32)>,
+    at: (u32, u32),
+}
+
+impl Emit {
+    #[inline]
+    fn push(&mut self, c: char) {
+        self.text.push(c);
+        for _ in 0..c.len_utf8() {
+            self.align.push(self.at);
         }
     }
-    Normalized { text, align }
+}
+
+/// Rebuilds `n` char by char: `f` emits each char's replacement (zero or more chars).
+fn per_char(n: &Normalized, mut f: impl FnMut(char, &mut Emit)) -> Normalized {
+    let mut e = Emit {
+        text: String::with_capacity(n.text.len() + 8),
+        align: Vec::with_capacity(n.align.len() + 8),
+        at: (0, 0),
+    };
+    for (i, c) in n.text.char_indices() {
+        e.at = n.align[i];
+        f(c, &mut e);
+    }
+    Normalized {
+        text: e.text,
+        align: e.align,
+    }
 }
 
 impl BertNormalizer {
@@ -70,70 +87,162 @@ impl BertNormalizer {
         // Lowercasing comes after NFD and the mark filter, so it joins the first pass only when
         // accents stay.
         let lower_first = lower && !self.strip_accents;
-        let mut out = per_char(n, |c, buf| {
-            if clean && (c == '\0' || c == '\u{FFFD}' || is_control(c)) {
+        let table = charclass::table();
+        let mut out = per_char(n, |c, e| {
+            if c.is_ascii() {
+                if !(clean && is_dropped(c as u8)) {
+                    e.push(self.map_byte(c as u8) as char);
+                }
+                return;
+            }
+            // HF's is_control: category C* (as the unicode_categories tables have it) but for
+            // \t \n \r, which are ASCII.
+            let f = charclass::flags(table, c);
+            if clean && (c == '\u{FFFD}' || f & charclass::OTHER != 0) {
                 return;
             }
             // HF's is_whitespace adds \t \n \r to White_Space, which has them already.
-            let c = if clean && c.is_whitespace() { ' ' } else { c };
-            if chinese && is_chinese_char(c) {
-                buf.extend([' ', c, ' ']);
-            } else if lower_first {
-                buf.extend(c.to_lowercase());
+            if clean && c.is_whitespace() {
+                e.push(' ');
+            } else if chinese && is_chinese_char(c) {
+                e.push(' ');
+                e.push(c);
+                e.push(' ');
+            } else if lower_first && f & charclass::LOWER_CHANGES != 0 {
+                c.to_lowercase().for_each(|l| e.push(l));
             } else {
-                buf.push(c);
+                e.push(c);
             }
         });
         if self.strip_accents {
             if !out.text.is_ascii() {
-                out = out.transform(out.text.nfd(), 0);
+                out = nfd(&out);
             }
-            out = per_char(&out, |c, buf| {
-                if c.is_mark_nonspacing() {
-                } else if lower {
-                    buf.extend(c.to_lowercase());
+            out = per_char(&out, |c, e| {
+                let f = charclass::flags(table, c);
+                if f & charclass::MARK_NONSPACING != 0 {
+                } else if lower && f & charclass::LOWER_CHANGES != 0 {
+                    c.to_lowercase().for_each(|l| e.push(l));
                 } else {
-                    buf.push(c);
+                    e.push(c);
                 }
             });
         }
         Some(out)
     }
 
+    /// ASCII input text: `Bytewise` unless control bytes are dropped.
+    pub(crate) fn apply_ascii_str(self, s: &str) -> Outcome {
+        let bytes = s.as_bytes();
+        if self.clean_text && bytes.iter().any(|&b| is_dropped(b)) {
+            return self
+                .apply_ascii(&Normalized::identity(s))
+                .map_or(Outcome::Unchanged, Outcome::Changed);
+        }
+        if !bytes.iter().any(|&b| self.changes(b)) {
+            return Outcome::Unchanged;
+        }
+        let text = bytes.iter().map(|&b| self.map_byte(b)).collect();
+        // SAFETY: ASCII bytes map to ASCII bytes.
+        Outcome::Bytewise(unsafe { String::from_utf8_unchecked(text) })
+    }
+
+    #[inline]
+    fn changes(self, b: u8) -> bool {
+        (self.clean_text && (is_dropped(b) || matches!(b, b'\t' | b'\n' | b'\r')))
+            || (self.lowercase && b.is_ascii_uppercase())
+    }
+
+    /// A kept byte's replacement.
+    #[inline]
+    fn map_byte(self, b: u8) -> u8 {
+        let b = if self.clean_text && matches!(b, b'\t' | b'\n' | b'\r') {
+            b' '
+        } else {
+            b
+        };
+        if self.lowercase {
+            b.to_ascii_lowercase()
+        } else {
+            b
+        }
+    }
+
     /// ASCII input: no CJK, nothing for NFD to decompose and no marks, so only control bytes
     /// go, \t \n \r become spaces, and uppercase letters are lowered, all one byte for one byte.
     fn apply_ascii(self, n: &Normalized) -> Option<Normalized> {
         let bytes = n.text.as_bytes();
-        let dropped = |b: u8| (b < 0x20 && !matches!(b, b'\t' | b'\n' | b'\r')) || b == 0x7F;
-        let changes = |b: u8| {
-            (self.clean_text && (dropped(b) || matches!(b, b'\t' | b'\n' | b'\r')))
-                || (self.lowercase && b.is_ascii_uppercase())
-        };
-        if !bytes.iter().any(|&b| changes(b)) {
+        if !bytes.iter().any(|&b| self.changes(b)) {
             return None;
         }
         let mut text = Vec::with_capacity(bytes.len());
         let mut align = Vec::with_capacity(bytes.len());
         for (i, &b) in bytes.iter().enumerate() {
-            let mut b = b;
-            if self.clean_text {
-                if dropped(b) {
-                    continue;
-                }
-                if matches!(b, b'\t' | b'\n' | b'\r') {
-                    b = b' ';
-                }
+            if self.clean_text && is_dropped(b) {
+                continue;
             }
-            if self.lowercase {
-                b = b.to_ascii_lowercase();
-            }
-            text.push(b);
+            text.push(self.map_byte(b));
             align.push(n.align[i]);
         }
         // SAFETY: only ASCII bytes were pushed.
         let text = unsafe { String::from_utf8_unchecked(text) };
         Some(Normalized { text, align })
     }
+}
+
+/// NFD with HF's alignments: the same as `n.transform(n.text.nfd(), 0)`, faster.
+///
+/// A char with combining class 0 that decomposes to itself ("stable": ASCII, CJK, most letters)
+/// is emitted as it is, and nothing is ever reordered across it: the decomposer sorts the marks
+/// pending before it and then passes it through with change 0. So the text splits, before each
+/// stable char, into segments that NFD independently; only segments holding another char go
+/// through the decomposer and `transform` (each starts with a stable char or the text's start,
+/// so the alignment `transform` gives an added char is the one it would get in the whole text).
+#[must_use]
+pub fn nfd(n: &Normalized) -> Normalized {
+    let table = charclass::table();
+    let stable = |c: char| charclass::flags(table, c) & charclass::NFD_STABLE != 0;
+    let text = &n.text;
+    let mut out = Normalized {
+        text: String::with_capacity(text.len() + text.len() / 4),
+        align: Vec::with_capacity(n.align.len() + n.align.len() / 4),
+    };
+    let flush = |out: &mut Normalized, a: usize, b: usize, dirty: bool| {
+        if dirty {
+            let seg = Normalized {
+                text: text[a..b].to_owned(),
+                align: n.align[a..b].to_vec(),
+            };
+            let done = seg.transform(seg.text.nfd(), 0);
+            out.text.push_str(&done.text);
+            out.align.extend_from_slice(&done.align);
+        } else {
+            out.text.push_str(&text[a..b]);
+            out.align.extend_from_slice(&n.align[a..b]);
+        }
+    };
+    let (mut seg, mut dirty) = (0, false);
+    for (i, c) in text.char_indices() {
+        if stable(c) {
+            if dirty {
+                flush(&mut out, seg, i, true);
+                seg = i;
+                dirty = false;
+            }
+        } else {
+            if !dirty {
+                // The clean stretch before the stable char that starts this segment goes as is.
+                let start = text[..i].char_indices().next_back().map_or(0, |(j, _)| j);
+                if start > seg {
+                    flush(&mut out, seg, start, false);
+                    seg = start;
+                }
+            }
+            dirty = true;
+        }
+    }
+    flush(&mut out, seg, text.len(), dirty);
+    out
 }
 
 /// HF's StripAccents normalizer: combining marks removed (no NFD of its own).
@@ -143,9 +252,9 @@ pub fn strip_accents(n: &Normalized) -> Option<Normalized> {
     if !n.text.chars().any(is_combining_mark) {
         return None;
     }
-    Some(per_char(n, |c, buf| {
+    Some(per_char(n, |c, e| {
         if !is_combining_mark(c) {
-            buf.push(c);
+            e.push(c);
         }
     }))
 }
@@ -169,23 +278,18 @@ pub fn nmt(n: &Normalized) -> Option<Normalized> {
     if !n.text.chars().any(|c| drop(c) || space(c)) {
         return None;
     }
-    Some(per_char(n, |c, buf| {
+    Some(per_char(n, |c, e| {
         if !drop(c) {
-            buf.push(if space(c) { ' ' } else { c });
+            e.push(if space(c) { ' ' } else { c });
         }
     }))
 }
 
-/// HF's `is_bert_punc`: ASCII punctuation (which includes symbols like `$+<=>^`|~`) or Unicode
-/// category P*.
-#[inline]
-pub fn is_bert_punc(c: char) -> bool {
-    c.is_ascii_punctuation() || c.is_punctuation()
-}
-
-/// The BertPreTokenizer: whitespace removed, each punctuation char a piece of its own (HF runs
-/// the two as successive splits; one scan gives the same pieces).
+/// The BertPreTokenizer: whitespace removed, each punctuation char a piece of its own (HF's
+/// `is_bert_punc`: ASCII punctuation, which includes symbols like `$+<=>^|~`, or category P*).
+/// HF runs the two as successive splits; one scan gives the same pieces.
 pub fn split_pieces(sources: &Sources<'_>, pieces: &mut Vec<Piece>) {
+    let table = charclass::table();
     let mut out = Vec::with_capacity(pieces.len() * 8);
     for p in pieces.iter() {
         let text = sources.text(*p);
@@ -207,7 +311,8 @@ pub fn split_pieces(sources: &Sources<'_>, pieces: &mut Vec<Piece>) {
                 )
             } else {
                 let c = text[i..].chars().next().unwrap_or(' ');
-                (c.len_utf8(), c.is_whitespace(), c.is_punctuation())
+                let punc = charclass::flags(table, c) & charclass::PUNCTUATION != 0;
+                (c.len_utf8(), c.is_whitespace(), punc)
             };
             if space || punc {
                 if let Some(s) = word.take() {
@@ -258,6 +363,43 @@ mod tests {
         assert_eq!(ascii.text, "ab ");
         assert_eq!(ascii.align, vec![(0, 1), (2, 3), (3, 4)]);
         assert!(BERT.apply(&Normalized::identity("plain text")).is_none());
+    }
+
+    #[test]
+    fn segmented_nfd_equals_whole_text_nfd() {
+        let pieces = [
+            "a",
+            "é",
+            "e\u{301}",
+            "\u{301}",
+            "\u{323}",
+            "\u{344}",
+            "한",
+            "\u{1100}",
+            "日",
+            " ",
+            "ḍ\u{307}",
+            "\u{0F73}",
+            "ö",
+            "\u{0958}",
+            "ﬁ",
+            "Å",
+            "\u{1D15E}",
+            "x\u{35C}",
+            "\u{F900}",
+        ];
+        let mut seed = 11u64;
+        for len in 0..40 {
+            for _ in 0..40 {
+                let mut t = String::new();
+                for _ in 0..len {
+                    seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    t.push_str(pieces[(seed >> 33) as usize % pieces.len()]);
+                }
+                let n = Normalized::identity(&t);
+                assert_eq!(nfd(&n), n.transform(n.text.nfd(), 0), "{t:?}");
+            }
+        }
     }
 
     #[test]

@@ -22,6 +22,11 @@ const CACHE_CAPACITY: usize = 100_000;
 
 static NEXT_MODEL_ID: AtomicU64 = AtomicU64::new(1);
 
+/// A process-unique id for a model, so a thread's cache never serves another model's tokens.
+pub(crate) fn next_model_id() -> u64 {
+    NEXT_MODEL_ID.fetch_add(1, Ordering::Relaxed)
+}
+
 /// Per-thread working memory of the model: the result cache (like HF's per-thread cache) and a
 /// scratch word. Fetched once per encode call (`with_scratch`): a thread-local in a Python
 /// extension costs a `__tls_get_addr` call per access, too much to pay per piece.
@@ -30,6 +35,30 @@ pub struct Scratch {
     model: u64,
     cache: BytesMap<Box<[(u32, u32)]>>,
     word: Word,
+}
+
+impl Scratch {
+    /// The cached tokens of `key` for the model `model_id` (the cache is emptied first when it
+    /// holds another model's words).
+    #[inline]
+    pub(crate) fn cached_tokens(&mut self, model_id: u64, key: &[u8]) -> Option<&[(u32, u32)]> {
+        if self.model != model_id {
+            self.model = model_id;
+            self.cache.clear();
+        }
+        self.cache.get(key).map(|b| &**b)
+    }
+
+    /// Caches `tokens` for `key`; call after `cached_tokens` missed for the same model.
+    pub(crate) fn cache_tokens(&mut self, key: &[u8], tokens: &[(u32, u32)]) {
+        if key.len() > CACHE_MAX_LEN {
+            return;
+        }
+        if self.cache.len() >= CACHE_CAPACITY {
+            self.cache.clear();
+        }
+        self.cache.insert(key, tokens.into());
+    }
 }
 
 thread_local! {
@@ -139,7 +168,7 @@ impl Bpe {
             bytes_vocab,
             fallback_ids,
             reach,
-            model_id: NEXT_MODEL_ID.fetch_add(1, Ordering::Relaxed),
+            model_id: next_model_id(),
         })
     }
 

@@ -7,6 +7,7 @@ pub mod bert;
 pub mod bpe;
 pub mod bytelevel;
 pub mod bytesmap;
+pub mod charclass;
 mod config;
 pub mod decode;
 pub mod encoding;
@@ -25,7 +26,7 @@ use added::AddedVocab;
 use decode::Decoder;
 pub use encoding::{Direction, Encoding};
 use model::Model;
-use normalize::{Normalized, Normalizer};
+use normalize::{Normalizer, Outcome};
 use postprocess::PostProcessor;
 use pretokenize::{Piece, PreTokenizer, Sources};
 use serde_json::Value;
@@ -299,9 +300,10 @@ impl Tokenizer {
                 continue;
             }
             let piece = match &self.normalizer {
-                Some(n) => match n.apply(&Normalized::identity(&text[s..e])) {
-                    Some(norm) => sources.add(s, norm),
-                    None => raw,
+                Some(n) => match n.apply_str(&text[s..e]) {
+                    Outcome::Changed(norm) => sources.add(s, norm),
+                    Outcome::Bytewise(norm) => sources.add_bytewise(s, norm),
+                    Outcome::Unchanged => raw,
                 },
                 None => raw,
             };

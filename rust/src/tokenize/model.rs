@@ -57,7 +57,7 @@ impl Model {
             Self::Bpe(m) if byte_level => m.tokenize_bytes(piece.as_bytes(), out, scratch),
             Self::Bpe(m) => m.tokenize_chars(piece, out, scratch),
             _ if byte_level => self.tokenize_byte_chars(piece, out),
-            Self::WordPiece(m) => m.tokenize(piece, out),
+            Self::WordPiece(m) => m.tokenize_cached(piece, out, scratch),
             Self::WordLevel(m) => m.tokenize(piece, out),
         }
     }

@@ -97,6 +97,15 @@ impl Normalized {
     }
 }
 
+/// What normalizing an input text gave (see `Normalizer::apply_str`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Unchanged,
+    /// ASCII in, ASCII out, byte `i` from byte `i`: no alignments needed.
+    Bytewise(String),
+    Changed(Normalized),
+}
+
 #[derive(Debug, Clone)]
 pub enum Normalizer {
     Nfc,
@@ -154,6 +163,25 @@ impl Normalizer {
                 }
                 cur
             }
+        }
+    }
+
+    /// Normalizes an input text (whose alignment is the identity), without building
+    /// alignments where the result maps byte for byte.
+    #[must_use]
+    pub fn apply_str(&self, s: &str) -> Outcome {
+        match self {
+            Self::Bert(b) if s.is_ascii() => b.apply_ascii_str(s),
+            Self::Lowercase if s.is_ascii() => {
+                if s.bytes().any(|b| b.is_ascii_uppercase()) {
+                    Outcome::Bytewise(s.to_ascii_lowercase())
+                } else {
+                    Outcome::Unchanged
+                }
+            }
+            _ => self
+                .apply(&Normalized::identity(s))
+                .map_or(Outcome::Unchanged, Outcome::Changed),
         }
     }
 

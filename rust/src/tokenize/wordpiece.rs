@@ -8,6 +8,7 @@
 //! the word and no lookup allocates. Candidates longer than the vocabulary's longest token
 //! cannot match, so the search starts there instead of at the word's end: the same answer, with
 //! O(longest token) lookups per sub-token instead of O(word).
+use super::bpe::Scratch;
 use super::bytesmap::BytesMap;
 use crate::error::TokenizeError;
 use rustc_hash::FxHashMap;
@@ -27,6 +28,7 @@ pub struct WordPiece {
     /// Longest key of `head` / `tail`, in bytes.
     head_max: usize,
     tail_max: usize,
+    model_id: u64,
 }
 
 impl WordPiece {
@@ -61,6 +63,7 @@ impl WordPiece {
             tail,
             head_max,
             tail_max,
+            model_id: super::bpe::next_model_id(),
         }
     }
 
@@ -73,6 +76,31 @@ impl WordPiece {
             ))
         })?;
         out.push((id, word.len() as u32));
+        Ok(())
+    }
+
+    /// `tokenize`, with words that are not one vocabulary token memoized in the thread's cache
+    /// (words repeat: a hit is one lookup instead of one per candidate sub-token).
+    #[inline]
+    pub fn tokenize_cached(
+        &self,
+        word: &str,
+        out: &mut Vec<(u32, u32)>,
+        scratch: &mut Scratch,
+    ) -> Result<(), TokenizeError> {
+        if word.len() <= self.head_max && word.len() <= self.max_input_chars_per_word {
+            if let Some(&id) = self.head.get(word.as_bytes()) {
+                out.push((id, word.len() as u32));
+                return Ok(());
+            }
+        }
+        if let Some(hit) = scratch.cached_tokens(self.model_id, word.as_bytes()) {
+            out.extend_from_slice(hit);
+            return Ok(());
+        }
+        let start = out.len();
+        self.tokenize(word, out)?;
+        scratch.cache_tokens(word.as_bytes(), &out[start..]);
         Ok(())
     }
 
