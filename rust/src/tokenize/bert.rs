@@ -60,14 +60,27 @@ impl Emit {
 }
 
 /// Rebuilds `n` char by char: `f` emits each char's replacement (zero or more chars).
-fn per_char(n: &Normalized, mut f: impl FnMut(char, &mut Emit)) -> Normalized {
+fn per_char(n: &Normalized, f: impl FnMut(char, &mut Emit)) -> Normalized {
+    per_char_of(&n.text, Some(&n.align), f)
+}
+
+/// `per_char` on a text with the given alignments, or the identity's (an input text: no
+/// alignment table to build first).
+fn per_char_of(
+    text: &str,
+    align: Option<&[(u32, u32)]>,
+    mut f: impl FnMut(char, &mut Emit),
+) -> Normalized {
     let mut e = Emit {
-        text: String::with_capacity(n.text.len() + 8),
-        align: Vec::with_capacity(n.align.len() + 8),
+        text: String::with_capacity(text.len() + 8),
+        align: Vec::with_capacity(text.len() + 8),
         at: (0, 0),
     };
-    for (i, c) in n.text.char_indices() {
-        e.at = n.align[i];
+    for (i, c) in text.char_indices() {
+        e.at = match align {
+            Some(a) => a[i],
+            None => (i as u32, (i + c.len_utf8()) as u32),
+        };
         f(c, &mut e);
     }
     Normalized {
@@ -83,12 +96,25 @@ impl BertNormalizer {
         if n.text.is_ascii() {
             return self.apply_ascii(n);
         }
+        Some(self.apply_unicode(&n.text, Some(&n.align)))
+    }
+
+    /// An input text (alignment the identity).
+    pub(crate) fn apply_str(self, s: &str) -> Outcome {
+        if s.is_ascii() {
+            self.apply_ascii_str(s)
+        } else {
+            Outcome::Changed(self.apply_unicode(s, None))
+        }
+    }
+
+    fn apply_unicode(self, text: &str, align: Option<&[(u32, u32)]>) -> Normalized {
         let (clean, chinese, lower) = (self.clean_text, self.handle_chinese_chars, self.lowercase);
         // Lowercasing comes after NFD and the mark filter, so it joins the first pass only when
         // accents stay.
         let lower_first = lower && !self.strip_accents;
         let table = charclass::table();
-        let mut out = per_char(n, |c, e| {
+        let mut out = per_char_of(text, align, |c, e| {
             if c.is_ascii() {
                 if !(clean && is_dropped(c as u8)) {
                     e.push(self.map_byte(c as u8) as char);
@@ -128,11 +154,11 @@ impl BertNormalizer {
                 }
             });
         }
-        Some(out)
+        out
     }
 
     /// ASCII input text: `Bytewise` unless control bytes are dropped.
-    pub(crate) fn apply_ascii_str(self, s: &str) -> Outcome {
+    fn apply_ascii_str(self, s: &str) -> Outcome {
         let bytes = s.as_bytes();
         if self.clean_text && bytes.iter().any(|&b| is_dropped(b)) {
             return self

@@ -171,7 +171,7 @@ impl Normalizer {
     #[must_use]
     pub fn apply_str(&self, s: &str) -> Outcome {
         match self {
-            Self::Bert(b) if s.is_ascii() => b.apply_ascii_str(s),
+            Self::Bert(b) => b.apply_str(s),
             Self::Lowercase if s.is_ascii() => {
                 if s.bytes().any(|b| b.is_ascii_uppercase()) {
                     Outcome::Bytewise(s.to_ascii_lowercase())
