@@ -100,7 +100,7 @@ impl WordPiece {
         }
         let start = out.len();
         self.tokenize(word, out)?;
-        scratch.cache_tokens(word.as_bytes(), &out[start..]);
+        scratch.cache_tokens(self.model_id, word.as_bytes(), &out[start..]);
         Ok(())
     }
 
