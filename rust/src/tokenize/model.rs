@@ -44,7 +44,7 @@ impl Model {
         }
     }
 
-    /// Tokens of one piece. `byte_level`: the piece stands for its UTF-8 bytes (BPE only).
+    /// Tokens of one piece. `byte_level`: the piece stands for its UTF-8 bytes.
     #[inline]
     pub fn tokenize(
         &self,
@@ -56,33 +56,31 @@ impl Model {
         match self {
             Self::Bpe(m) if byte_level => m.tokenize_bytes(piece.as_bytes(), out, scratch),
             Self::Bpe(m) => m.tokenize_chars(piece, out, scratch),
-            _ if byte_level => self.tokenize_byte_chars(piece, out),
+            Self::WordPiece(m) if byte_level => byte_chars(piece, out, |s, o| m.tokenize(s, o)),
             Self::WordPiece(m) => m.tokenize_cached(piece, out, scratch),
+            Self::WordLevel(m) if byte_level => byte_chars(piece, out, |s, o| m.tokenize(s, o)),
             Self::WordLevel(m) => m.tokenize(piece, out),
         }
     }
+}
 
-    /// A word model behind a ByteLevel pre-tokenizer sees the byte-level string (one char per
-    /// byte of the piece); its token lengths, counted in those chars, are the piece's bytes.
-    #[cold]
-    fn tokenize_byte_chars(
-        &self,
-        piece: &str,
-        out: &mut Vec<(u32, u32)>,
-    ) -> Result<(), TokenizeError> {
-        let mapped: String = piece.bytes().map(|b| BYTE_CHAR[b as usize]).collect();
-        let start = out.len();
-        match self {
-            Self::WordPiece(m) => m.tokenize(&mapped, out)?,
-            Self::WordLevel(m) => m.tokenize(&mapped, out)?,
-            Self::Bpe(_) => unreachable!("byte-level BPE reads bytes directly"),
-        }
-        let mut at = 0usize;
-        for t in &mut out[start..] {
-            let n = mapped[at..at + t.1 as usize].chars().count();
-            at += t.1 as usize;
-            t.1 = n as u32;
-        }
-        Ok(())
+/// A word model behind a ByteLevel pre-tokenizer sees the byte-level string (one char per byte
+/// of the piece; BPE reads the bytes directly instead); its token lengths, counted in those
+/// chars, are the piece's bytes.
+#[cold]
+fn byte_chars(
+    piece: &str,
+    out: &mut Vec<(u32, u32)>,
+    tokenize: impl FnOnce(&str, &mut Vec<(u32, u32)>) -> Result<(), TokenizeError>,
+) -> Result<(), TokenizeError> {
+    let mapped: String = piece.bytes().map(|b| BYTE_CHAR[b as usize]).collect();
+    let start = out.len();
+    tokenize(&mapped, out)?;
+    let mut at = 0usize;
+    for t in &mut out[start..] {
+        let n = mapped[at..at + t.1 as usize].chars().count();
+        at += t.1 as usize;
+        t.1 = n as u32;
     }
+    Ok(())
 }
