@@ -311,6 +311,27 @@ pub fn nmt(n: &Normalized) -> Option<Normalized> {
     }))
 }
 
+const WORD: u8 = 0;
+const SPACE: u8 = 1;
+const PUNC: u8 = 2;
+
+/// The pre-tokenizer's class of each ASCII byte: White_Space (\t..\r and space), ASCII
+/// punctuation, or part of a word.
+static ASCII_CLASS: [u8; 128] = {
+    let mut t = [WORD; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        if c == b' ' || (c >= b'\t' && c <= b'\r') {
+            t[b] = SPACE;
+        } else if c.is_ascii_punctuation() {
+            t[b] = PUNC;
+        }
+        b += 1;
+    }
+    t
+};
+
 /// The BertPreTokenizer: whitespace removed, each punctuation char a piece of its own (HF's
 /// `is_bert_punc`: ASCII punctuation, which includes symbols like `$+<=>^|~`, or category P*).
 /// HF runs the two as successive splits; one scan gives the same pieces.
@@ -329,26 +350,40 @@ pub fn split_pieces(sources: &Sources<'_>, pieces: &mut Vec<Piece>) {
         let mut i = 0;
         while i < bytes.len() {
             let b = bytes[i];
-            let (len, space, punc) = if b < 0x80 {
-                (
-                    1,
-                    matches!(b, b' ' | b'\t'..=b'\r'),
-                    b.is_ascii_punctuation(),
-                )
+            let (len, class) = if b < 0x80 {
+                if ASCII_CLASS[b as usize] == WORD {
+                    // The common case: a run of ASCII word bytes, scanned in a tight loop.
+                    word.get_or_insert(i);
+                    i += 1;
+                    while i < bytes.len()
+                        && bytes[i] < 0x80
+                        && ASCII_CLASS[bytes[i] as usize] == WORD
+                    {
+                        i += 1;
+                    }
+                    continue;
+                }
+                (1, ASCII_CLASS[b as usize])
             } else {
                 let c = text[i..].chars().next().unwrap_or(' ');
-                let punc = charclass::flags(table, c) & charclass::PUNCTUATION != 0;
-                (c.len_utf8(), c.is_whitespace(), punc)
+                let class = if c.is_whitespace() {
+                    SPACE
+                } else if charclass::flags(table, c) & charclass::PUNCTUATION != 0 {
+                    PUNC
+                } else {
+                    WORD
+                };
+                (c.len_utf8(), class)
             };
-            if space || punc {
+            if class == WORD {
+                word.get_or_insert(i);
+            } else {
                 if let Some(s) = word.take() {
                     out.push(piece(s, i));
                 }
-                if punc {
+                if class == PUNC {
                     out.push(piece(i, i + len));
                 }
-            } else if word.is_none() {
-                word = Some(i);
             }
             i += len;
         }
