@@ -76,8 +76,8 @@ def _with(js: str, path: list, value) -> str:
 @pytest.mark.parametrize(
     ("path", "value", "needle"),
     [
-        (["model", "type"], "WordPiece", 'model "WordPiece" at model'),
-        (["normalizer"], {"type": "BertNormalizer"}, 'normalizer "BertNormalizer" at normalizer'),
+        (["model", "type"], "Unigram", 'model "Unigram" at model'),
+        (["normalizer"], {"type": "Precompiled"}, 'normalizer "Precompiled" at normalizer'),
         (
             ["pre_tokenizer", "pretokenizers", 0],
             {"type": "Metaspace", "replacement": "▁"},
@@ -196,3 +196,9 @@ def test_from_tiktoken_matches_tiktoken():
         assert t.encode(text).ids == enc.encode_ordinary(text)
     assert t.encode("a<|endoftext|>b").ids == enc.encode("a<|endoftext|>b", allowed_special="all")
     assert t.decode(enc.encode("round trip ✓")) == "round trip ✓"
+
+
+def test_lone_surrogates_are_refused_with_the_reason(cl100k_json):
+    tok = Tokenizer.from_str(cl100k_json)
+    with pytest.raises(TypeError, match="lone surrogates"):
+        tok.encode("a\ud800b")

@@ -63,6 +63,13 @@ impl Owned {
             })
         } else {
             obj.extract::<String>().map(Self::Text).map_err(|_| {
+                if obj.is_instance_of::<PyString>() {
+                    // A str Rust cannot take holds lone surrogates (e.g. from surrogateescape).
+                    return PyTypeError::new_err(format!(
+                        "{what} holds lone surrogates, which are not text; encode it with \
+                         errors='replace' (or fix its source) first"
+                    ));
+                }
                 PyTypeError::new_err(format!(
                     "{what} must be a str, got {}; for pre-split words pass is_pretokenized=True",
                     obj.get_type()
@@ -443,7 +450,7 @@ impl PyTokenizer {
     ) -> PyResult<Bound<'py, PyDict>> {
         let tok = read(&self.core);
         let d = PyDict::new(py);
-        for (t, id) in &tok.model.vocab {
+        for (t, id) in tok.model.vocab() {
             d.set_item(t, id)?;
         }
         if with_added_tokens {

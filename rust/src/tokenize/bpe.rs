@@ -22,14 +22,65 @@ const CACHE_CAPACITY: usize = 100_000;
 
 static NEXT_MODEL_ID: AtomicU64 = AtomicU64::new(1);
 
-/// Per-thread working memory of the model: the result cache (like HF's per-thread cache) and a
+/// A process-unique id for a model, so a thread's cache never serves another model's tokens.
+pub(crate) fn next_model_id() -> u64 {
+    NEXT_MODEL_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Models whose caches one thread keeps at a time: a process that alternates between a few
+/// tokenizers (a BERT and a GPT, say) keeps each one's words, instead of emptying one shared
+/// cache at every switch.
+const CACHED_MODELS: usize = 4;
+
+type Cache = BytesMap<Box<[(u32, u32)]>>;
+
+/// Per-thread working memory of the models: result caches (like HF's per-thread cache) and a
 /// scratch word. Fetched once per encode call (`with_scratch`): a thread-local in a Python
 /// extension costs a `__tls_get_addr` call per access, too much to pay per piece.
 #[derive(Default)]
 pub struct Scratch {
-    model: u64,
-    cache: BytesMap<Box<[(u32, u32)]>>,
+    /// One cache per model id, the most recently used first.
+    caches: Vec<(u64, Cache)>,
     word: Word,
+}
+
+impl Scratch {
+    /// The cache of `model_id`, moved to the front (made, or taken over from the least recently
+    /// used model, if missing).
+    #[inline]
+    fn cache(&mut self, model_id: u64) -> &mut Cache {
+        match self.caches.iter().position(|c| c.0 == model_id) {
+            Some(0) => {}
+            Some(i) => self.caches[..=i].rotate_right(1),
+            None if self.caches.len() < CACHED_MODELS => {
+                self.caches.insert(0, (model_id, Cache::default()));
+            }
+            None => {
+                self.caches.rotate_right(1);
+                self.caches[0].0 = model_id;
+                self.caches[0].1.clear();
+            }
+        }
+        &mut self.caches[0].1
+    }
+
+    /// The cached tokens of `key` for the model `model_id`.
+    #[inline]
+    pub(crate) fn cached_tokens(&mut self, model_id: u64, key: &[u8]) -> Option<&[(u32, u32)]> {
+        self.cache(model_id).get(key).map(|b| &**b)
+    }
+
+    /// Caches `tokens` for `key` of the model `model_id`.
+    pub(crate) fn cache_tokens(&mut self, model_id: u64, key: &[u8], tokens: &[(u32, u32)]) {
+        if key.len() > CACHE_MAX_LEN {
+            return;
+        }
+        let cache = self.cache(model_id);
+        if cache.len() >= CACHE_CAPACITY {
+            cache.clear();
+        }
+        cache.insert(key, tokens.into());
+    }
 }
 
 thread_local! {
@@ -139,7 +190,7 @@ impl Bpe {
             bytes_vocab,
             fallback_ids,
             reach,
-            model_id: NEXT_MODEL_ID.fetch_add(1, Ordering::Relaxed),
+            model_id: next_model_id(),
         })
     }
 
@@ -302,20 +353,13 @@ impl Bpe {
         if key.len() > CACHE_MAX_LEN {
             return compute(self, out, &mut scratch.word);
         }
-        if scratch.model != self.model_id {
-            scratch.model = self.model_id;
-            scratch.cache.clear();
-        }
-        if let Some(hit) = scratch.cache.get(key) {
+        if let Some(hit) = scratch.cached_tokens(self.model_id, key) {
             out.extend_from_slice(hit);
             return Ok(());
         }
         let start = out.len();
         compute(self, out, &mut scratch.word)?;
-        if scratch.cache.len() >= CACHE_CAPACITY {
-            scratch.cache.clear();
-        }
-        scratch.cache.insert(key, out[start..].into());
+        scratch.cache_tokens(self.model_id, key, &out[start..]);
         Ok(())
     }
 
@@ -588,6 +632,23 @@ mod tests {
                 assert_eq!(x, y, "word {:?}", String::from_utf8_lossy(&word));
             }
         }
+    }
+
+    #[test]
+    fn caches_of_a_few_models_live_side_by_side() {
+        let mut s = Scratch::default();
+        let models = 1..=CACHED_MODELS as u64;
+        for m in models.clone() {
+            s.cache_tokens(m, b"w", &[(m as u32, 1)]);
+        }
+        for m in models {
+            assert_eq!(s.cached_tokens(m, b"w"), Some(&[(m as u32, 1)][..]));
+        }
+        // A new model takes over the least recently used cache: model 1's.
+        s.cache_tokens(99, b"w", &[(99, 1)]);
+        assert_eq!(s.cached_tokens(2, b"w"), Some(&[(2, 1)][..]));
+        assert_eq!(s.cached_tokens(99, b"w"), Some(&[(99, 1)][..]));
+        assert_eq!(s.cached_tokens(1, b"w"), None);
     }
 
     #[test]

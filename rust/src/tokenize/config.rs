@@ -1,12 +1,16 @@
 //! Reading tokenizer.json: every component is checked against what fastprep implements, and
 //! anything else is refused with its name and its place in the JSON.
 use super::added::AddedToken;
+use super::bert::BertNormalizer;
 use super::bpe::{Bpe, BpeOptions};
 use super::decode::Decoder;
+use super::model::Model;
 use super::normalize::Normalizer;
 use super::pattern::Pattern;
 use super::postprocess::{PostProcessor, SpecialToken, TemplatePiece};
 use super::pretokenize::{Behavior, PreTokenizer};
+use super::wordlevel::WordLevel;
+use super::wordpiece::WordPiece;
 use super::{Padding, PaddingStrategy, Truncation, TruncationStrategy};
 use crate::error::TokenizeError;
 use crate::tokenize::encoding::Direction;
@@ -122,6 +126,21 @@ pub fn normalizer(v: &Value, path: &str) -> R<Option<Normalizer>> {
             content: str_at(m, "content", path)?.into(),
         },
         "Prepend" => Normalizer::Prepend(str_at(m, "prepend", path)?.into()),
+        // Files spell it "BertNormalizer"; HF also reads "Bert".
+        "BertNormalizer" | "Bert" => {
+            let lowercase = bool_or(m, "lowercase", true);
+            Normalizer::Bert(BertNormalizer {
+                clean_text: bool_or(m, "clean_text", true),
+                handle_chinese_chars: bool_or(m, "handle_chinese_chars", true),
+                strip_accents: m
+                    .get("strip_accents")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(lowercase),
+                lowercase,
+            })
+        }
+        "StripAccents" => Normalizer::StripAccents,
+        "Nmt" => Normalizer::Nmt,
         "Sequence" => Normalizer::Sequence(items(m, "normalizers", path, normalizer)?),
         other => {
             return Err(TokenizeError::unsupported(
@@ -154,6 +173,20 @@ pub fn pre_tokenizer(v: &Value, path: &str) -> R<Option<PreTokenizer>> {
         "Punctuation" => PreTokenizer::Punctuation(behavior(m, path)?),
         "Whitespace" => PreTokenizer::Whitespace,
         "WhitespaceSplit" => PreTokenizer::WhitespaceSplit,
+        "BertPreTokenizer" => PreTokenizer::Bert,
+        "CharDelimiterSplit" => {
+            let d = str_at(m, "delimiter", path)?;
+            let mut chars = d.chars();
+            let (Some(_), None) = (chars.next(), chars.next()) else {
+                return Err(TokenizeError::invalid(
+                    format!("{path}.delimiter"),
+                    "expected one char",
+                ));
+            };
+            PreTokenizer::CharDelimiterSplit(
+                Pattern::literal(d).map_err(|e| TokenizeError::invalid(path, e))?,
+            )
+        }
         "Sequence" => {
             let items = m
                 .get("pretokenizers")
@@ -331,6 +364,10 @@ pub fn decoder(v: &Value, path: &str) -> R<Option<Decoder>> {
             }
         }
         "Fuse" => Decoder::Fuse,
+        "WordPiece" => Decoder::WordPiece {
+            prefix: opt_str(m, "prefix").unwrap_or_else(|| "##".into()),
+            cleanup: bool_or(m, "cleanup", true),
+        },
         "ByteFallback" => Decoder::ByteFallback,
         "Sequence" => Decoder::Sequence(items(m, "decoders", path, decoder)?),
         other => {
@@ -342,16 +379,53 @@ pub fn decoder(v: &Value, path: &str) -> R<Option<Decoder>> {
     }))
 }
 
-pub fn model(v: &Value) -> R<Bpe> {
+/// The vocabulary object at `model.vocab` (token -> id).
+fn vocab_map(m: &Map<String, Value>) -> R<FxHashMap<String, u32>> {
+    let vocab_v = obj(m.get("vocab").unwrap_or(&Value::Null), "model.vocab")?;
+    let mut vocab = FxHashMap::with_capacity_and_hasher(vocab_v.len(), Default::default());
+    for (k, id) in vocab_v {
+        let id = id
+            .as_u64()
+            .and_then(|id| u32::try_from(id).ok())
+            .ok_or_else(|| TokenizeError::invalid(format!("model.vocab.{k}"), "expected an id"))?;
+        vocab.insert(k.clone(), id);
+    }
+    Ok(vocab)
+}
+
+pub fn model(v: &Value) -> R<Model> {
     let path = "model";
     let m = obj(v, path)?;
+    // Files written before the "type" field existed are told apart by their fields, as HF does.
     let t = m
         .get("type")
         .and_then(Value::as_str)
-        .unwrap_or(if m.contains_key("merges") { "BPE" } else { "?" });
-    if t != "BPE" {
-        return Err(TokenizeError::unsupported(format!("model {t:?}"), path));
+        .unwrap_or(if m.contains_key("merges") {
+            "BPE"
+        } else if m.contains_key("continuing_subword_prefix") {
+            "WordPiece"
+        } else if m.contains_key("unk_token") && m.contains_key("vocab") {
+            "WordLevel"
+        } else {
+            "?"
+        });
+    match t {
+        "BPE" => bpe(m).map(Model::Bpe),
+        "WordPiece" => Ok(Model::WordPiece(WordPiece::new(
+            vocab_map(m)?,
+            str_at(m, "unk_token", path)?.into(),
+            str_at(m, "continuing_subword_prefix", path)?.into(),
+            uint_at(m, "max_input_chars_per_word", path)? as usize,
+        ))),
+        "WordLevel" => Ok(Model::WordLevel(WordLevel::new(
+            vocab_map(m)?,
+            str_at(m, "unk_token", path)?.into(),
+        ))),
+        _ => Err(TokenizeError::unsupported(format!("model {t:?}"), path)),
     }
+}
+
+fn bpe(m: &Map<String, Value>) -> R<Bpe> {
     if let Some(d) = m.get("dropout").and_then(Value::as_f64) {
         if d != 0.0 {
             return Err(TokenizeError::unsupported(
@@ -360,14 +434,7 @@ pub fn model(v: &Value) -> R<Bpe> {
             ));
         }
     }
-    let vocab_v = obj(m.get("vocab").unwrap_or(&Value::Null), "model.vocab")?;
-    let mut vocab = FxHashMap::with_capacity_and_hasher(vocab_v.len(), Default::default());
-    for (k, id) in vocab_v {
-        let id = id
-            .as_u64()
-            .ok_or_else(|| TokenizeError::invalid(format!("model.vocab.{k}"), "expected an id"))?;
-        vocab.insert(k.clone(), id as u32);
-    }
+    let vocab = vocab_map(m)?;
     let merges_v = m
         .get("merges")
         .and_then(Value::as_array)

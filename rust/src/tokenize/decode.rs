@@ -16,6 +16,10 @@ pub enum Decoder {
     },
     Fuse,
     ByteFallback,
+    WordPiece {
+        prefix: String,
+        cleanup: bool,
+    },
     Sequence(Vec<Decoder>),
 }
 
@@ -77,6 +81,25 @@ impl Decoder {
                 .collect(),
             Self::Fuse => vec![tokens.concat()],
             Self::ByteFallback => byte_fallback(tokens),
+            Self::WordPiece { prefix, cleanup } => tokens
+                .into_iter()
+                .enumerate()
+                .map(|(i, t)| {
+                    // HF: every token but the first loses the prefix, or else gets a space.
+                    let t = if i == 0 {
+                        t
+                    } else if let Some(rest) = t.strip_prefix(prefix.as_str()) {
+                        rest.to_owned()
+                    } else {
+                        format!(" {t}")
+                    };
+                    if *cleanup {
+                        super::wordpiece::cleanup(&t)
+                    } else {
+                        t
+                    }
+                })
+                .collect(),
             Self::Sequence(items) => items.iter().fold(tokens, |t, d| d.chain(t)),
         }
     }

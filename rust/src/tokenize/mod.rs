@@ -3,25 +3,30 @@
 //! identical ids, tokens and offsets.
 
 pub mod added;
+pub mod bert;
 pub mod bpe;
 pub mod bytelevel;
 pub mod bytesmap;
+pub mod charclass;
 mod config;
 pub mod decode;
 pub mod encoding;
 pub mod fastsplit;
+pub mod model;
 pub mod normalize;
 pub mod pattern;
 pub mod postprocess;
 pub mod pretokenize;
 pub mod tiktoken;
+pub mod wordlevel;
+pub mod wordpiece;
 
 use crate::error::TokenizeError;
 use added::AddedVocab;
-use bpe::Bpe;
 use decode::Decoder;
 pub use encoding::{Direction, Encoding};
-use normalize::{Normalized, Normalizer};
+use model::Model;
+use normalize::{Normalizer, Outcome};
 use postprocess::PostProcessor;
 use pretokenize::{Piece, PreTokenizer, Sources};
 use serde_json::Value;
@@ -80,7 +85,7 @@ pub struct EncodeOptions<'a> {
 pub struct Tokenizer {
     pub normalizer: Option<Normalizer>,
     pub pre_tokenizer: Option<PreTokenizer>,
-    pub model: Bpe,
+    pub model: Model,
     pub post_processor: Option<PostProcessor>,
     pub decoder: Option<Decoder>,
     pub added: AddedVocab,
@@ -189,7 +194,7 @@ impl Tokenizer {
     /// model's size plus the added tokens not in the model).
     #[must_use]
     pub fn vocab_size(&self, with_added: bool) -> usize {
-        let base = self.model.vocab.len();
+        let base = self.model.vocab().len();
         if !with_added {
             return base;
         }
@@ -216,8 +221,8 @@ impl Tokenizer {
             .iter()
             .map(|t| t.id)
             .max()
-            .map_or(self.model.vocab.len() as u32, |m| {
-                (m + 1).max(self.model.vocab.len() as u32)
+            .map_or(self.model.vocab().len() as u32, |m| {
+                (m + 1).max(self.model.vocab().len() as u32)
             });
         let mut added = 0;
         for mut t in tokens {
@@ -295,9 +300,10 @@ impl Tokenizer {
                 continue;
             }
             let piece = match &self.normalizer {
-                Some(n) => match n.apply(&Normalized::identity(&text[s..e])) {
-                    Some(norm) => sources.add(s, norm),
-                    None => raw,
+                Some(n) => match n.apply_str(&text[s..e]) {
+                    Outcome::Changed(norm) => sources.add(s, norm),
+                    Outcome::Bytewise(norm) => sources.add_bytewise(s, norm),
+                    Outcome::Unchanged => raw,
                 },
                 None => raw,
             };
@@ -340,12 +346,8 @@ impl Tokenizer {
         tokens: &mut Vec<(u32, u32)>,
         scratch: &mut bpe::Scratch,
     ) -> Result<(), TokenizeError> {
-        let t = sources.text(p);
-        if self.byte_level {
-            self.model.tokenize_bytes(t.as_bytes(), tokens, scratch)
-        } else {
-            self.model.tokenize_chars(t, tokens, scratch)
-        }
+        self.model
+            .tokenize(sources.text(p), self.byte_level, tokens, scratch)
     }
 
     /// Ids alone of one text, post-processed and truncated like `encode` does it, without

@@ -97,6 +97,15 @@ impl Normalized {
     }
 }
 
+/// What normalizing an input text gave (see `Normalizer::apply_str`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    Unchanged,
+    /// ASCII in, ASCII out, byte `i` from byte `i`: no alignments needed.
+    Bytewise(String),
+    Changed(Normalized),
+}
+
 #[derive(Debug, Clone)]
 pub enum Normalizer {
     Nfc,
@@ -107,6 +116,9 @@ pub enum Normalizer {
     Strip { left: bool, right: bool },
     Replace { pattern: Pattern, content: String },
     Prepend(String),
+    Bert(super::bert::BertNormalizer),
+    StripAccents,
+    Nmt,
     Sequence(Vec<Normalizer>),
 }
 
@@ -139,6 +151,9 @@ impl Normalizer {
             Self::Strip { left, right } => strip(n, *left, *right),
             Self::Replace { pattern, content } => replace(n, pattern, content),
             Self::Prepend(s) => (!n.text.is_empty()).then(|| n.prepend(s)),
+            Self::Bert(b) => b.apply(n),
+            Self::StripAccents => super::bert::strip_accents(n),
+            Self::Nmt => super::bert::nmt(n),
             Self::Sequence(items) => {
                 let mut cur: Option<Normalized> = None;
                 for item in items {
@@ -148,6 +163,25 @@ impl Normalizer {
                 }
                 cur
             }
+        }
+    }
+
+    /// Normalizes an input text (whose alignment is the identity), without building
+    /// alignments where the result maps byte for byte.
+    #[must_use]
+    pub fn apply_str(&self, s: &str) -> Outcome {
+        match self {
+            Self::Bert(b) => b.apply_str(s),
+            Self::Lowercase if s.is_ascii() => {
+                if s.bytes().any(|b| b.is_ascii_uppercase()) {
+                    Outcome::Bytewise(s.to_ascii_lowercase())
+                } else {
+                    Outcome::Unchanged
+                }
+            }
+            _ => self
+                .apply(&Normalized::identity(s))
+                .map_or(Outcome::Unchanged, Outcome::Changed),
         }
     }
 

@@ -36,6 +36,8 @@ pub enum PreTokenizer {
     Punctuation(Behavior),
     Whitespace,
     WhitespaceSplit,
+    Bert,
+    CharDelimiterSplit(Pattern),
     Sequence(Vec<PreTokenizer>),
 }
 
@@ -54,6 +56,9 @@ fn is_punc(c: char) -> bool {
 pub struct Source {
     pub origin: usize,
     pub norm: Normalized,
+    /// Byte `i` of the text came from input byte `origin + i` (ASCII mapped byte for byte, as
+    /// lowercasing does); `norm.align` is then left empty, saving 8 bytes per byte.
+    pub bytewise: bool,
 }
 
 /// The texts pieces point into: index 0 is the input, `k + 1` is `norm[k]`.
@@ -91,7 +96,29 @@ impl<'a> Sources<'a> {
 
     pub fn add(&mut self, origin: usize, norm: Normalized) -> Piece {
         let end = norm.text.len() as u32;
-        self.norm.push(Source { origin, norm });
+        self.norm.push(Source {
+            origin,
+            norm,
+            bytewise: false,
+        });
+        Piece {
+            src: self.norm.len() as u32,
+            start: 0,
+            end,
+        }
+    }
+
+    /// Adds a text whose byte `i` came from input byte `origin + i`.
+    pub fn add_bytewise(&mut self, origin: usize, text: String) -> Piece {
+        let end = text.len() as u32;
+        self.norm.push(Source {
+            origin,
+            norm: Normalized {
+                text,
+                align: Vec::new(),
+            },
+            bytewise: true,
+        });
         Piece {
             src: self.norm.len() as u32,
             start: 0,
@@ -109,7 +136,7 @@ impl<'a> Sources<'a> {
         } else {
             let src = &self.norm[p.src as usize - 1];
             let (s, e) = (p.start as usize + a, p.start as usize + b);
-            if s == e {
+            if s == e || src.bytewise {
                 return (src.origin + s, src.origin + e);
             }
             (
@@ -126,11 +153,16 @@ impl<'a> Sources<'a> {
             (s, Normalized::identity(&self.input[s..e]))
         } else {
             let src = &self.norm[p.src as usize - 1];
+            let align = if src.bytewise {
+                (s..e).map(|i| (i as u32, i as u32 + 1)).collect()
+            } else {
+                src.norm.align[s..e].to_vec()
+            };
             (
                 src.origin,
                 Normalized {
                     text: src.norm.text[s..e].to_owned(),
-                    align: src.norm.align[s..e].to_vec(),
+                    align,
                 },
             )
         }
@@ -287,6 +319,13 @@ impl PreTokenizer {
                 sources,
                 pieces,
                 |t| Pattern::Char(char::is_whitespace).find_matches(t),
+                Behavior::Removed,
+            ),
+            Self::Bert => super::bert::split_pieces(sources, pieces),
+            Self::CharDelimiterSplit(delimiter) => split_pieces(
+                sources,
+                pieces,
+                |t| delimiter.find_matches(t),
                 Behavior::Removed,
             ),
         }

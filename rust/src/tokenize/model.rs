@@ -1,0 +1,86 @@
+//! The model step: one pre-tokenized piece to `(id, byte length)` tokens, for each model family.
+use super::bpe::{Bpe, Scratch};
+use super::bytelevel::BYTE_CHAR;
+use super::wordlevel::WordLevel;
+use super::wordpiece::WordPiece;
+use crate::error::TokenizeError;
+use rustc_hash::FxHashMap;
+
+// One per tokenizer and never moved on a hot path; boxing BPE (its byte tables make it large)
+// would only add an indirection per piece.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Clone)]
+pub enum Model {
+    Bpe(Bpe),
+    WordPiece(WordPiece),
+    WordLevel(WordLevel),
+}
+
+impl Model {
+    #[must_use]
+    pub fn vocab(&self) -> &FxHashMap<String, u32> {
+        match self {
+            Self::Bpe(m) => &m.vocab,
+            Self::WordPiece(m) => &m.vocab,
+            Self::WordLevel(m) => &m.vocab,
+        }
+    }
+
+    #[must_use]
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        match self {
+            Self::Bpe(m) => m.token_to_id(token),
+            Self::WordPiece(m) => m.token_to_id(token),
+            Self::WordLevel(m) => m.token_to_id(token),
+        }
+    }
+
+    #[must_use]
+    pub fn id_to_token(&self, id: u32) -> Option<&str> {
+        match self {
+            Self::Bpe(m) => m.id_to_token(id),
+            Self::WordPiece(m) => m.id_to_token(id),
+            Self::WordLevel(m) => m.id_to_token(id),
+        }
+    }
+
+    /// Tokens of one piece. `byte_level`: the piece stands for its UTF-8 bytes.
+    #[inline]
+    pub fn tokenize(
+        &self,
+        piece: &str,
+        byte_level: bool,
+        out: &mut Vec<(u32, u32)>,
+        scratch: &mut Scratch,
+    ) -> Result<(), TokenizeError> {
+        match self {
+            Self::Bpe(m) if byte_level => m.tokenize_bytes(piece.as_bytes(), out, scratch),
+            Self::Bpe(m) => m.tokenize_chars(piece, out, scratch),
+            Self::WordPiece(m) if byte_level => byte_chars(piece, out, |s, o| m.tokenize(s, o)),
+            Self::WordPiece(m) => m.tokenize_cached(piece, out, scratch),
+            Self::WordLevel(m) if byte_level => byte_chars(piece, out, |s, o| m.tokenize(s, o)),
+            Self::WordLevel(m) => m.tokenize(piece, out),
+        }
+    }
+}
+
+/// A word model behind a ByteLevel pre-tokenizer sees the byte-level string (one char per byte
+/// of the piece; BPE reads the bytes directly instead); its token lengths, counted in those
+/// chars, are the piece's bytes.
+#[cold]
+fn byte_chars(
+    piece: &str,
+    out: &mut Vec<(u32, u32)>,
+    tokenize: impl FnOnce(&str, &mut Vec<(u32, u32)>) -> Result<(), TokenizeError>,
+) -> Result<(), TokenizeError> {
+    let mapped: String = piece.bytes().map(|b| BYTE_CHAR[b as usize]).collect();
+    let start = out.len();
+    tokenize(&mapped, out)?;
+    let mut at = 0usize;
+    for t in &mut out[start..] {
+        let n = mapped[at..at + t.1 as usize].chars().count();
+        at += t.1 as usize;
+        t.1 = n as u32;
+    }
+    Ok(())
+}
