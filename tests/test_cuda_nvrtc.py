@@ -39,16 +39,19 @@ def _compile(source: str, name: str, defines: dict[str, int], arch: str) -> tupl
     opts = [f"--gpu-architecture={arch}".encode(), b"--std=c++14", *(f"-D{k}={v}".encode() for k, v in defines.items())]
     (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
     _, size = nvrtc.nvrtcGetProgramLogSize(prog)
-    log = b" " * size
+    # NVRTC writes into the buffer: a bytearray, never `b" " * size`, which for size 1 is CPython's
+    # shared one-byte b" " object, so that writing "\0" into it turned every b" " in the process
+    # into b"\0" (tiktoken then panicked on " " in a later test).
+    log = bytearray(size)
     nvrtc.nvrtcGetProgramLog(prog, log)
-    ptx = b""
+    ptx = bytearray()
     if result == nvrtc.nvrtcResult.NVRTC_SUCCESS:
         _, psize = nvrtc.nvrtcGetPTXSize(prog)
-        ptx = b" " * psize
+        ptx = bytearray(psize)
         nvrtc.nvrtcGetPTX(prog, ptx)
     nvrtc.nvrtcDestroyProgram(prog)
     assert result == nvrtc.nvrtcResult.NVRTC_SUCCESS, f"{name} {defines} {arch}:\n{log.decode(errors='replace')}"
-    return log.decode(errors="replace").strip("\x00 \n"), ptx
+    return log.decode(errors="replace").strip("\x00 \n"), bytes(ptx)
 
 
 @pytest.mark.parametrize("name", fastprep.kernel_names())
@@ -66,3 +69,10 @@ def test_every_kernel_compiles_with_nvrtc(name):
 def test_a_broken_kernel_is_reported():
     with pytest.raises(AssertionError, match="error"):
         _compile('extern "C" __global__ void k() { undefined_thing(); }', "broken.cu", {}, ARCHS[0])
+
+
+def test_compiling_leaves_python_objects_intact():
+    # NVRTC fills caller-given buffers; a shared immutable object passed there is corrupted for
+    # the rest of the process (see _compile).
+    _compile('extern "C" __global__ void k() {}', "empty.cu", {}, ARCHS[0])
+    assert b" " == bytes([32]) and b"\x00" == bytes([0])
