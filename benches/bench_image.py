@@ -21,6 +21,20 @@ from tests import image_data as data
 
 cv2 = pytest.importorskip("cv2")
 simplejpeg = pytest.importorskip("simplejpeg")
+
+
+def _turbojpeg() -> object | None:
+    """PyTurboJPEG over the system's libturbojpeg (Debian's libturbojpeg0; scripts/build_deps.sh
+    installs it where it may). Without the library the peer is left out of the run, by name."""
+    try:
+        from turbojpeg import TurboJPEG
+
+        return TurboJPEG()
+    except (ImportError, OSError, RuntimeError):
+        return None
+
+
+TURBOJPEG = _turbojpeg()
 cv2.setNumThreads(1)
 
 MEAN = np.asarray(fastprep.IMAGENET_MEAN, np.float32)
@@ -85,6 +99,15 @@ def simplejpeg_pipeline(blob: bytes, min_factor: float = 1) -> np.ndarray:
     return _finish(cv2.resize(rgb, (rw, rh), interpolation=cv2.INTER_AREA), rw, rh)
 
 
+def turbojpeg_pipeline(blob: bytes) -> np.ndarray:
+    """PyTurboJPEG's DCT-scaled decode (the largest 1/2^k that stays above the target) + INTER_AREA."""
+    w, h, _, _ = TURBOJPEG.decode_header(blob)  # type: ignore[attr-defined]
+    rw, rh = _target(w, h)
+    k = _reduction(blob)
+    rgb = TURBOJPEG.decode(blob, pixel_format=0, scaling_factor=(1, k))  # type: ignore[attr-defined]
+    return _finish(cv2.resize(rgb, (rw, rh), interpolation=cv2.INTER_AREA), rw, rh)
+
+
 def _reduction(blob: bytes) -> int:
     w, h = Image.open(io.BytesIO(blob)).size
     rw, rh = _target(w, h)
@@ -102,6 +125,8 @@ PIPELINES = {
     "opencv-reduced-area": lambda blobs: [opencv_pipeline(b, cv2.INTER_AREA, _reduction(b)) for b in blobs],
     "simplejpeg-scaled-area": lambda blobs: [simplejpeg_pipeline(b, 2) for b in blobs],
 }
+if TURBOJPEG is not None:
+    PIPELINES["turbojpeg-scaled-area"] = lambda blobs: [turbojpeg_pipeline(b) for b in blobs]
 
 
 @pytest.mark.parametrize("size", list(SIZES))

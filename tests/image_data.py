@@ -188,7 +188,7 @@ def exif_orientation(o: int) -> bytes:
     return b"II*\x00" + struct.pack("<I", 8) + ifd
 
 
-def jpeg_with_orientation(arr: np.ndarray, o: int) -> bytes:
+def jpeg_with_orientation(arr: np.ndarray, o: int, **save: object) -> bytes:
     exif = Image.Exif()
     exif[0x0112] = o
-    return jpeg(arr, quality=90, exif=exif.tobytes())
+    return jpeg(arr, quality=90, exif=exif.tobytes(), **save)

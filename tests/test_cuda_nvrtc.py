@@ -75,4 +75,4 @@ def test_compiling_leaves_python_objects_intact():
     # NVRTC fills caller-given buffers; a shared immutable object passed there is corrupted for
     # the rest of the process (see _compile).
     _compile('extern "C" __global__ void k() {}', "empty.cu", {}, ARCHS[0])
-    assert b" " == bytes([32]) and b"\x00" == bytes([0])
+    assert bytes([32]) == b" " and bytes([0]) == b"\x00"

@@ -112,3 +112,28 @@ def test_mutated_files_decode_or_raise_decode_error(seed_name):
             np.testing.assert_array_equal(g, single)
     # the mutations must reach both outcomes, or the fuzzer tests nothing
     assert outcomes["refused"] > 50 and outcomes["decoded"] > 0, outcomes
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("draft", [False, True], ids=["exact", "draft"])
+def test_mutated_jpegs_through_the_pipeline(draft):
+    """The pipeline decodes only the crop's region of a JPEG, at a draft scale when asked: mutated
+    files must still either come out or be reported by index, with the same verdict as a decode."""
+    photo = data.scaled(data.photos()["china.jpg"], (400, 300))
+    seeds = [data.jpeg(photo, quality=80, subsampling=2), data.jpeg(photo, quality=70, progressive=True)]
+    rng = random.Random(f"fastprep-pipeline-{draft}")
+    mutants = [mutate(seeds[i % 2], rng) for i in range(400)]
+    batch, ok = fastprep.preprocess([*mutants, *seeds], resize_shorter=96, crop=(64, 48), draft=draft, on_error="skip")
+    assert batch.shape == (len(mutants) + 2, 3, 48, 64) and ok[-2:].all()
+    assert np.isfinite(batch).all()
+    refused = 0
+    for i, m in enumerate(mutants):
+        try:
+            fastprep.decode(m)
+        except DecodeError:
+            refused += 1
+            assert not ok[i], f"mutant {i}: refused by decode, produced by the pipeline"
+            assert not batch[i].any()
+        else:
+            assert ok[i], f"mutant {i}: decoded alone, refused by the pipeline"
+    assert 20 < refused < len(mutants) - 20, refused

@@ -26,7 +26,7 @@ def reference(
     *,
     shorter: int | None = 256,
     size: tuple[int, int] | None = None,
-    crop: int | None = 224,
+    crop: int | tuple[int, int] | None = 224,
     filter: str = "bilinear",
     draft: bool = False,
     layout: str = "NCHW",
@@ -45,8 +45,9 @@ def reference(
         im.draft("RGB", (rh, rw) if oriented and im.size[0] != im.size[1] else (rw, rh))
     im = ImageOps.exif_transpose(im).convert("RGB").resize((rw, rh), PIL_FILTERS[filter])
     if crop is not None:
-        left, top = round((rw - crop) / 2.0), round((rh - crop) / 2.0)
-        im = im.crop((left, top, left + crop, top + crop))
+        cw, ch = (crop, crop) if isinstance(crop, int) else crop
+        left, top = round((rw - cw) / 2.0), round((rh - ch) / 2.0)
+        im = im.crop((left, top, left + cw, top + ch))
     arr = np.asarray(im)
     if dtype != "uint8":
         x = arr.astype(np.float32) / np.float32(255)
@@ -101,6 +102,20 @@ def test_exif_orientation_is_applied():
     arr = data.photos()["flower.jpg"][:300, :400]
     blobs = [data.jpeg_with_orientation(arr, o) for o in range(1, 9)]
     _assert_batch(fastprep.preprocess(blobs, resize_shorter=160, crop=128), blobs, shorter=160, crop=128)
+
+
+@pytest.mark.parametrize("draft", [False, True], ids=["exact", "draft"])
+@pytest.mark.parametrize("subsampling", [0, 1, 2], ids=["444", "422", "420"])
+def test_partial_decode_of_the_crop_region_is_exact(subsampling, draft):
+    """Only the part of a JPEG that the crop reads is decoded (libjpeg-turbo's partial decoding,
+    widened by an iMCU so chroma upsampling at its edges is as in a full decode). Off-centre and
+    non-square crops, every EXIF orientation (the region is mapped back to stored coordinates)
+    and draft scales must still give Pillow's pixels."""
+    arr = data.scaled(data.photos()["flower.jpg"], (1203, 797))
+    blobs = [data.jpeg_with_orientation(arr, o, subsampling=subsampling) for o in range(1, 9)]
+    for shorter, crop in ((256, 224), (200, (96, 180)), (300, (280, 64)), (100, (30, 30))):
+        got = fastprep.preprocess(blobs, resize_shorter=shorter, crop=crop, draft=draft)
+        _assert_batch(got, blobs, shorter=shorter, crop=crop, draft=draft)
 
 
 def test_draft_matches_pillow_draft_and_is_close_to_exact():

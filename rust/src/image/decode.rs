@@ -291,13 +291,11 @@ pub fn convert(raw: Raw, mode: Mode) -> Image {
     }
 }
 
-/// Applies an EXIF orientation (2-8) like Pillow's `ImageOps.exif_transpose`.
-pub fn orient(img: &Image, orientation: u32) -> Image {
-    let (w, h, c) = (img.width, img.height, img.channels);
-    // (swap axes, flip x, flip y) of the output relative to the source. Pillow's methods:
-    // 2 FLIP_LEFT_RIGHT, 3 ROTATE_180, 4 FLIP_TOP_BOTTOM, 5 TRANSPOSE, 6 ROTATE_270,
-    // 7 TRANSVERSE, 8 ROTATE_90.
-    let (swap, fx, fy) = match orientation {
+/// An EXIF orientation as (swap axes, flip x, flip y) of the output relative to the source,
+/// the flips being of the source's axes. Pillow's methods: 2 FLIP_LEFT_RIGHT, 3 ROTATE_180,
+/// 4 FLIP_TOP_BOTTOM, 5 TRANSPOSE, 6 ROTATE_270, 7 TRANSVERSE, 8 ROTATE_90.
+pub fn orientation_axes(orientation: u32) -> (bool, bool, bool) {
+    match orientation {
         2 => (false, true, false),
         3 => (false, true, true),
         4 => (false, false, true),
@@ -305,8 +303,17 @@ pub fn orient(img: &Image, orientation: u32) -> Image {
         6 => (true, false, true),
         7 => (true, true, true),
         8 => (true, true, false),
-        _ => return img.clone(),
-    };
+        _ => (false, false, false),
+    }
+}
+
+/// Applies an EXIF orientation (2-8) like Pillow's `ImageOps.exif_transpose`.
+pub fn orient(img: &Image, orientation: u32) -> Image {
+    let (w, h, c) = (img.width, img.height, img.channels);
+    if !(2..=8).contains(&orientation) {
+        return img.clone();
+    }
+    let (swap, fx, fy) = orientation_axes(orientation);
     let (ow, oh) = if swap { (h, w) } else { (w, h) };
     let mut out = vec![0u8; img.pixels.len()];
     for oy in 0..oh {

@@ -25,9 +25,9 @@ thread_local! {
     static HANDLE: RefCell<Option<Handle>> = const { RefCell::new(None) };
 }
 
-fn with_handle<R>(
-    f: impl FnOnce(tj::tjhandle) -> Result<R, DecodeError>,
-) -> Result<R, DecodeError> {
+fn with_handle<R, E: From<DecodeError>>(
+    f: impl FnOnce(tj::tjhandle) -> Result<R, E>,
+) -> Result<R, E> {
     HANDLE.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot.is_none() {
@@ -36,7 +36,8 @@ fn with_handle<R>(
             if h.is_null() {
                 return Err(DecodeError::Resources(
                     "could not create a libjpeg-turbo decompressor".into(),
-                ));
+                )
+                .into());
             }
             // SAFETY: a live handle; the parameter exists in TurboJPEG 3.
             unsafe { tj::tj3Set(h, tj::TJPARAM_TJPARAM_SCANLIMIT as i32, SCAN_LIMIT) };
@@ -87,28 +88,43 @@ pub struct JpegInfo {
     pub width: usize,
     pub height: usize,
     pub colorspace: i32,
+    pub subsampling: i32,
 }
 
-/// Whether a frame header (SOFn) comes before the scan data. TurboJPEG reports success for a
-/// "tables-only" stream, which is also what a file cut before its SOF looks like, and leaves the
-/// previous image's size in the handle: so this walk of the markers decides first.
-fn has_frame_header(data: &[u8]) -> bool {
+/// A rectangle `[x0, x1) x [y0, y1)` of the (scaled) stored image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rect {
+    pub x0: usize,
+    pub y0: usize,
+    pub x1: usize,
+    pub y1: usize,
+}
+
+/// Whether a frame header (SOFn) and then the start of a scan (a whole SOS header) come before
+/// the data ends. TurboJPEG reports success for a "tables-only" stream, which is also what a file
+/// cut before its SOF or SOS looks like, and leaves the previous image's size (and a stale
+/// warning flag) in the handle, so that a file cut there could come out as the previous image's
+/// size filled with grey: this walk of the markers decides first.
+fn has_frame_and_scan(data: &[u8]) -> bool {
     let mut i = 2;
+    let mut frame = false;
     while i + 4 <= data.len() {
         if data[i] != 0xFF {
             return false;
         }
         let marker = data[i + 1];
+        let len = usize::from(u16::from_be_bytes([data[i + 2], data[i + 3]]));
         match marker {
             0xFF => {
                 i += 1;
                 continue;
             }
-            0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => return true,
-            0xDA | 0xD9 => return false,
+            0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => frame = true,
+            0xDA => return frame && i + 2 + len <= data.len(),
+            0xD9 => return false,
             _ => {}
         }
-        i += 2 + usize::from(u16::from_be_bytes([data[i + 2], data[i + 3]]));
+        i += 2 + len;
     }
     false
 }
@@ -123,8 +139,13 @@ fn check(h: tj::tjhandle, rc: i32) -> Result<(), DecodeError> {
     // SAFETY: a live handle.
     let code = unsafe { tj::tj3GetErrorCode(h) };
     let msg = error_string(h);
-    if code != tj::TJERR_TJERR_WARNING as i32 || msg.to_ascii_lowercase().contains("premature end")
-    {
+    let lower = msg.to_ascii_lowercase();
+    // A handle can report a warning left over from an earlier image beside a fatal message, so
+    // the structural failures are refused by their text too.
+    let fatal = lower.contains("premature end")
+        || lower.contains("invalid jpeg file structure")
+        || lower.contains("contains no image");
+    if code != tj::TJERR_TJERR_WARNING as i32 || fatal {
         Err(classify(msg))
     } else {
         Ok(())
@@ -132,10 +153,10 @@ fn check(h: tj::tjhandle, rc: i32) -> Result<(), DecodeError> {
 }
 
 fn header(h: tj::tjhandle, data: &[u8]) -> Result<JpegInfo, DecodeError> {
-    if !has_frame_header(data) {
+    if !has_frame_and_scan(data) {
         return Err(DecodeError::Truncated(
             "JPEG",
-            "no frame header (SOF marker) before the data ends or the scan starts".into(),
+            "no frame header (SOF) and scan (SOS) before the data ends".into(),
         ));
     }
     // SAFETY: `data` is a valid slice for the duration of the call.
@@ -163,6 +184,7 @@ fn header(h: tj::tjhandle, data: &[u8]) -> Result<JpegInfo, DecodeError> {
         width: get(tj::TJPARAM_TJPARAM_JPEGWIDTH).max(0) as usize,
         height: get(tj::TJPARAM_TJPARAM_JPEGHEIGHT).max(0) as usize,
         colorspace: get(tj::TJPARAM_TJPARAM_COLORSPACE),
+        subsampling: get(tj::TJPARAM_TJPARAM_SUBSAMP),
     })
 }
 
@@ -175,7 +197,78 @@ pub fn read_info(data: &[u8]) -> Result<JpegInfo, DecodeError> {
 /// does). `scale_denom` (1, 2, 4 or 8) is libjpeg's DCT-domain downscale,
 /// as Pillow's `Image.draft` uses it; sizes round up (`ceil(w / denom)`).
 pub fn decode(data: &[u8], max_pixels: Option<u64>, scale_denom: u32) -> Result<Raw, DecodeError> {
-    with_handle(|h| {
+    decode_region(data, max_pixels, scale_denom, None).map(|(raw, _)| raw)
+}
+
+/// The region of the scaled image to decode so that `want` comes out exactly as in a full decode:
+/// one iMCU more on every side (libjpeg's partial decoding treats the region's edges like the
+/// image's when upsampling chroma, which changes the edge pixels), the left edge moved down to
+/// an iMCU boundary as TurboJPEG requires, and always down to the last row: libjpeg skips the
+/// rows after a region without reading their data, so a file cut or corrupt below the region
+/// would pass where a full decode (and Pillow) refuses it. None where it would save little (or
+/// the subsampling is unknown).
+fn region_to_decode(info: &JpegInfo, scale_denom: u32, want: Rect) -> Option<Rect> {
+    let sub = usize::try_from(info.subsampling).ok().filter(|&s| s < 7)?;
+    let d = scale_denom as usize;
+    let scaled = |v: usize| v.div_ceil(d);
+    // TurboJPEG's tjMCUWidth / tjMCUHeight (static arrays in its header, not exported symbols),
+    // indexed by TJSAMP_444, 422, 420, GRAY, 440, 411, 441.
+    const MCU_W: [usize; 7] = [8, 16, 16, 8, 8, 32, 8];
+    const MCU_H: [usize; 7] = [8, 8, 16, 8, 16, 8, 32];
+    let (mcu_w, mcu_h) = (MCU_W[sub], MCU_H[sub]);
+    let (align, margin_y) = (scaled(mcu_w).max(1), scaled(mcu_h).max(1));
+    let (w, h) = (scaled(info.width), scaled(info.height));
+    let x0 = want.x0.saturating_sub(align) / align * align;
+    let x1 = (want.x1 + align).min(w);
+    let y0 = want.y0.saturating_sub(margin_y);
+    let y1 = h;
+    debug_assert!(want.y1 <= h);
+    // Worth it only when it skips a fair share of the IDCT and colour conversion work.
+    ((x1 - x0) * (y1 - y0) * 10 < w * h * 9).then_some(Rect { x0, y0, x1, y1 })
+}
+
+/// `decode`, of only what covers `want` (in scaled stored coordinates) when that saves work:
+/// returns the pixels and the rectangle they cover. Inside `want` they equal a full decode's;
+/// in the margin around it they may not (chroma upsampling at the region's edges).
+pub fn decode_region(
+    data: &[u8],
+    max_pixels: Option<u64>,
+    scale_denom: u32,
+    want: Option<Rect>,
+) -> Result<(Raw, Rect), DecodeError> {
+    match decode_rect(data, max_pixels, scale_denom, want) {
+        // libjpeg warns about damaged data as it meets it, and TurboJPEG keeps only the last
+        // warning, which `check` judges: a partial decode meets the damage in another order and
+        // could judge the file otherwise. So a damaged file is judged by a full decode, as alone.
+        Err(Warned) if want.is_some() => decode_rect(data, max_pixels, scale_denom, None),
+        r => r,
+    }
+    .map_err(|e| match e {
+        Warned => unreachable!("a full decode judges its warnings"),
+        Failed(e) => e,
+    })
+}
+
+enum RegionError {
+    /// The partial decode warned about damaged data (no verdict yet).
+    Warned,
+    Failed(DecodeError),
+}
+use RegionError::{Failed, Warned};
+
+impl From<DecodeError> for RegionError {
+    fn from(e: DecodeError) -> Self {
+        Failed(e)
+    }
+}
+
+fn decode_rect(
+    data: &[u8],
+    max_pixels: Option<u64>,
+    scale_denom: u32,
+    want: Option<Rect>,
+) -> Result<(Raw, Rect), RegionError> {
+    with_handle(|h| -> Result<(Raw, Rect), RegionError> {
         let info = header(h, data)?;
         super::decode::check_pixels(info.width, info.height, max_pixels)?;
         let (pf, channels, kind) = match info.colorspace as u32 {
@@ -189,13 +282,36 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>, scale_denom: u32) -> Result<
         };
         // SAFETY: a live handle; 1/1, 1/2, 1/4 and 1/8 are always among TurboJPEG's factors.
         if unsafe { tj::tj3SetScalingFactor(h, factor) } != 0 {
-            return Err(DecodeError::Unsupported(
+            return Err(Failed(DecodeError::Unsupported(
                 "JPEG",
                 format!("scale 1/{scale_denom}: {}", error_string(h)),
-            ));
+            )));
         }
         let d = scale_denom as usize;
-        let (width, height) = (info.width.div_ceil(d), info.height.div_ceil(d));
+        let (full_w, full_h) = (info.width.div_ceil(d), info.height.div_ceil(d));
+        let region = want.and_then(|w| region_to_decode(&info, scale_denom, w));
+        let rect = region.unwrap_or(Rect {
+            x0: 0,
+            y0: 0,
+            x1: full_w,
+            y1: full_h,
+        });
+        let (width, height) = (rect.x1 - rect.x0, rect.y1 - rect.y0);
+        let crop = tj::tjregion {
+            x: rect.x0 as i32,
+            y: rect.y0 as i32,
+            w: if region.is_some() { width as i32 } else { 0 },
+            h: if region.is_some() { height as i32 } else { 0 },
+        };
+        // SAFETY: a live handle whose header was just read; the region lies inside the scaled
+        // image with its left edge on an iMCU boundary (`region_to_decode`). A zero region is
+        // TJUNCROPPED, which also clears the previous call's.
+        if unsafe { tj::tj3SetCroppingRegion(h, crop) } != 0 {
+            return Err(Failed(DecodeError::Unsupported(
+                "JPEG",
+                format!("partial decoding: {}", error_string(h)),
+            )));
+        }
         let mut pixels = vec![0u8; width * height * channels];
         // SAFETY: `pixels` holds exactly width*height*channels bytes, the size TurboJPEG writes
         // for this pixel format and scaling factor with pitch 0 (= width * channels).
@@ -209,6 +325,9 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>, scale_denom: u32) -> Result<
                 pf,
             )
         };
+        if rc != 0 && region.is_some() {
+            return Err(Warned);
+        }
         check(h, rc)?;
         // Pillow always assumes Adobe's inverted CMYK (rawmode "CMYK;I", read and write alike).
         if kind == RawKind::Cmyk {
@@ -216,11 +335,91 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>, scale_denom: u32) -> Result<
                 *v = 255 - *v;
             }
         }
-        Ok(Raw {
-            width,
-            height,
-            kind,
-            pixels,
-        })
+        Ok((
+            Raw {
+                width,
+                height,
+                kind,
+                pixels,
+            },
+            rect,
+        ))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The sample photos bundled with the package (the README's demo runs on them).
+    const PHOTOS: [&[u8]; 2] = [
+        include_bytes!("../../../python/fastprep/data/images/china.jpg"),
+        include_bytes!("../../../python/fastprep/data/images/grace_hopper.jpg"),
+    ];
+
+    #[test]
+    fn a_region_decodes_to_the_same_pixels_as_the_whole_image() {
+        let mut partial = 0;
+        for data in PHOTOS {
+            for denom in [1u32, 2, 4, 8] {
+                let full = decode(data, None, denom).unwrap();
+                let (w, h) = (full.width, full.height);
+                let c = full.pixels.len() / (w * h);
+                let wants = [
+                    Rect {
+                        x0: w / 4,
+                        y0: h / 3,
+                        x1: w / 2,
+                        y1: h / 2,
+                    },
+                    Rect {
+                        x0: 0,
+                        y0: 0,
+                        x1: w / 3 + 1,
+                        y1: h / 5 + 1,
+                    },
+                    Rect {
+                        x0: w - w / 3,
+                        y0: h - h / 4,
+                        x1: w,
+                        y1: h,
+                    },
+                    Rect {
+                        x0: 0,
+                        y0: h / 2,
+                        x1: w,
+                        y1: h / 2 + 1,
+                    },
+                ];
+                for want in wants {
+                    let (raw, got) = decode_region(data, None, denom, Some(want)).unwrap();
+                    assert!(
+                        got.x0 <= want.x0
+                            && got.y0 <= want.y0
+                            && got.x1 >= want.x1
+                            && got.y1 >= want.y1
+                    );
+                    assert_eq!((raw.width, raw.height), (got.x1 - got.x0, got.y1 - got.y0));
+                    partial += usize::from(raw.width * raw.height < w * h);
+                    let row = |x0: usize, x1: usize, y: usize, width: usize, px: &[u8]| {
+                        px[(y * width + x0) * c..(y * width + x1) * c].to_vec()
+                    };
+                    for y in want.y0..want.y1 {
+                        assert_eq!(
+                            row(
+                                want.x0 - got.x0,
+                                want.x1 - got.x0,
+                                y - got.y0,
+                                raw.width,
+                                &raw.pixels
+                            ),
+                            row(want.x0, want.x1, y, w, &full.pixels),
+                            "denom {denom}, {want:?} -> {got:?}, row {y}"
+                        );
+                    }
+                }
+            }
+        }
+        assert!(partial >= 16, "the partial path ran only {partial} times");
+    }
 }

@@ -7,8 +7,9 @@
 //! Python's round half to even), `ToTensor` (`x / 255` in float32) and `Normalize`
 //! (`(x - mean) / std` in float32). Resize is Pillow's, bit-exact; normalization is a 256-entry
 //! table per channel holding those float32 results, so it is exact too.
-use super::decode::{self, DecodeError, DecodeOptions, Mode};
-use super::resize::{resize_window_u8, Filter, Window};
+use super::decode::{self, DecodeError, DecodeOptions, Format, Image, Mode};
+use super::jpeg::{self, Rect};
+use super::resize::{resize_region_u8, source_span, Filter, Window};
 use std::time::Instant;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -236,6 +237,120 @@ fn nanos(since: Instant) -> u64 {
     u64::try_from(since.elapsed().as_nanos()).unwrap_or(u64::MAX)
 }
 
+/// A decoded image, or the part of it the resize reads, placed in the whole (oriented, possibly
+/// draft-scaled) image.
+struct Decoded {
+    img: Image,
+    /// Where `img` sits in the whole decoded image.
+    region: Window,
+    /// The whole decoded image's (width, height).
+    size: (usize, usize),
+    /// The (width, height) the target size is computed from: the full-size image's, even after
+    /// a draft decode, so that draft and exact mode crop the same region (Pillow: draft, then
+    /// resize to the size computed before).
+    full: (usize, usize),
+}
+
+/// Maps a rectangle between stored and oriented coordinates of a `w` x `h` stored image (the
+/// flips are involutions, so one function serves both ways given the direction).
+fn map_rect(r: Window, o: u32, w: usize, h: usize, to_stored: bool) -> Window {
+    let (swap, fx, fy) = decode::orientation_axes(o);
+    let flip = |start: usize, len: usize, size: usize| size - start - len;
+    let (mut x, mut y, mut rw, mut rh) = (r.x, r.y, r.width, r.height);
+    if to_stored && swap {
+        (x, y, rw, rh) = (y, x, rh, rw);
+    }
+    // Now in stored axes.
+    if fx {
+        x = flip(x, rw, w);
+    }
+    if fy {
+        y = flip(y, rh, h);
+    }
+    if !to_stored && swap {
+        (x, y, rw, rh) = (y, x, rh, rw);
+    }
+    Window {
+        x,
+        y,
+        width: rw,
+        height: rh,
+    }
+}
+
+/// Decodes a JPEG, only the part that the crop window reads when that saves work
+/// (libjpeg-turbo's partial decoding: the entropy decoding still runs over the whole file, but
+/// IDCT, upsampling and colour conversion only over the region).
+fn decode_jpeg(data: &[u8], spec: &Spec, crop: (usize, usize)) -> Result<Decoded, DecodeError> {
+    let (sw, sh, _) = decode::stored_size(data)?;
+    let o = if spec.apply_exif_orientation {
+        decode::orientation(data, Format::Jpeg, None)
+    } else {
+        1
+    };
+    let swapped = decode::orientation_axes(o).0;
+    let full = if swapped { (sh, sw) } else { (sw, sh) };
+    let (rw, rh) = resized_size(spec.resize, full.0, full.1);
+    let d = if spec.draft {
+        let (tw, th) = if swapped { (rh, rw) } else { (rw, rh) };
+        draft_denominator(sw, sh, tw, th)
+    } else {
+        1
+    };
+    let dd = d as usize;
+    // The decoded image: stored (scaled) and oriented sizes.
+    let (sdw, sdh) = (sw.div_ceil(dd), sh.div_ceil(dd));
+    let size = if swapped { (sdh, sdw) } else { (sdw, sdh) };
+    // Pillow resizes images over 100 times taller than wide vertically first, over every row.
+    let tall = size.1 > size.0 * 100 && rh < size.1;
+    // A header without a size (a file cut short) gets no region: the decode reports it.
+    let sane = sw > 0 && sh > 0 && rw >= crop.0 && rh >= crop.1;
+    let want = (sane && !tall).then(|| {
+        let window = crop_window((rw, rh), crop);
+        let (x0, x1) = source_span(size.0, rw, spec.filter, window.x, window.width);
+        let (y0, y1) = source_span(size.1, rh, spec.filter, window.y, window.height);
+        let r = Window {
+            x: x0,
+            y: y0,
+            width: x1 - x0,
+            height: y1 - y0,
+        };
+        let s = map_rect(r, o, sdw, sdh, true);
+        Rect {
+            x0: s.x,
+            y0: s.y,
+            x1: s.x + s.width,
+            y1: s.y + s.height,
+        }
+    });
+    let (raw, got) = jpeg::decode_region(data, spec.max_pixels, d, want)?;
+    let mut img = decode::convert(raw, Mode::Rgb);
+    if o != 1 {
+        img = decode::orient(&img, o);
+    }
+    let got = Window {
+        x: got.x0,
+        y: got.y0,
+        width: got.x1 - got.x0,
+        height: got.y1 - got.y0,
+    };
+    Ok(Decoded {
+        img,
+        region: map_rect(got, o, sdw, sdh, false),
+        size,
+        full,
+    })
+}
+
+fn crop_window((rw, rh): (usize, usize), (cw, ch): (usize, usize)) -> Window {
+    Window {
+        x: center_offset(rw, cw),
+        y: center_offset(rh, ch),
+        width: cw,
+        height: ch,
+    }
+}
+
 /// Runs the pipeline on one encoded image, writing `spec.image_bytes()` bytes into `out`.
 pub fn process_one(
     data: &[u8],
@@ -247,53 +362,43 @@ pub fn process_one(
         .out_size()
         .map_err(|e| DecodeError::Unsupported("pipeline", e))?;
     let t0 = Instant::now();
-    let mut scale_denom = 1;
-    let mut full = None;
-    if spec.draft {
-        let (sw, sh, format) = decode::stored_size(data)?;
-        if format == decode::Format::Jpeg {
-            let o = if spec.apply_exif_orientation {
-                decode::orientation(data, format, None)
-            } else {
-                1
-            };
-            let swapped = o >= 5;
-            let (w, h) = if swapped { (sh, sw) } else { (sw, sh) };
-            let (rw, rh) = resized_size(spec.resize, w, h);
-            let (tw, th) = if swapped { (rh, rw) } else { (rw, rh) };
-            scale_denom = draft_denominator(sw, sh, tw, th);
-            full = Some((w, h));
+    let dec = if decode::sniff(data)? == Format::Jpeg {
+        decode_jpeg(data, spec, (cw, ch))?
+    } else {
+        let opts = DecodeOptions {
+            mode: Mode::Rgb,
+            apply_exif_orientation: spec.apply_exif_orientation,
+            max_pixels: spec.max_pixels,
+            scale_denom: 1,
+        };
+        let img = decode::decode(data, &opts)?;
+        let size = (img.width, img.height);
+        Decoded {
+            img,
+            region: Window {
+                x: 0,
+                y: 0,
+                width: size.0,
+                height: size.1,
+            },
+            size,
+            full: size,
         }
-    }
-    let opts = DecodeOptions {
-        mode: Mode::Rgb,
-        apply_exif_orientation: spec.apply_exif_orientation,
-        max_pixels: spec.max_pixels,
-        scale_denom,
     };
-    let img = decode::decode(data, &opts)?;
     let decode_ns = nanos(t0);
 
     let t1 = Instant::now();
-    // The target comes from the full-size image even after a draft decode, so that draft and
-    // exact mode crop the same region (Pillow: draft, then resize to the size computed before).
-    let (full_w, full_h) = full.unwrap_or((img.width, img.height));
-    let (rw, rh) = resized_size(spec.resize, full_w, full_h);
-    let window = Window {
-        x: center_offset(rw, cw),
-        y: center_offset(rh, ch),
-        width: cw,
-        height: ch,
-    };
-    let pixels = resize_window_u8(
-        &img.pixels,
-        img.width,
-        img.height,
+    let (rw, rh) = resized_size(spec.resize, dec.full.0, dec.full.1);
+    let pixels = resize_region_u8(
+        &dec.img.pixels,
+        dec.region,
+        dec.size.0,
+        dec.size.1,
         3,
         rw,
         rh,
         spec.filter,
-        window,
+        crop_window((rw, rh), (cw, ch)),
     )
     .map_err(|e| DecodeError::Unsupported("resize", e.to_string()))?;
     let resize_ns = nanos(t1);

@@ -292,6 +292,58 @@ pub fn resize_window_u8(
     filter: Filter,
     window: Window,
 ) -> Result<Vec<u8>, ImageError> {
+    let all = Window {
+        x: 0,
+        y: 0,
+        width,
+        height,
+    };
+    resize_region_u8(
+        src, all, width, height, channels, out_width, out_height, filter, window,
+    )
+}
+
+/// The source pixels `[lo, hi)` along one axis (`in_size` -> `out_size`) that outputs
+/// `start..start + len` read: what a partial decode must produce for `resize_region_u8`.
+pub fn source_span(
+    in_size: usize,
+    out_size: usize,
+    filter: Filter,
+    start: usize,
+    len: usize,
+) -> (usize, usize) {
+    if in_size == out_size || len == 0 {
+        return (start, start + len);
+    }
+    if filter == Filter::Nearest {
+        let t = nearest_table(in_size, out_size);
+        let s = &t[start..start + len];
+        let lo = s.iter().copied().min().unwrap_or(0);
+        return (lo, s.iter().copied().max().unwrap_or(0) + 1);
+    }
+    let c = coeffs(in_size, 0.0, in_size as f32, out_size, filter);
+    let lo = c.bounds[start..start + len].iter().map(|b| b.0).min();
+    let hi = c.bounds[start..start + len].iter().map(|b| b.0 + b.1).max();
+    (lo.unwrap_or(0), hi.unwrap_or(0))
+}
+
+/// `resize_window_u8` of a `full_width` x `full_height` image of which `src` holds only the
+/// rectangle `region` (a partial decode): the bytes are those of resizing the whole image, as
+/// long as `region` covers what the window reads (`source_span` on both axes). Images more
+/// than 100 times taller than wide need the whole source (Pillow's vertical-first order).
+#[allow(clippy::too_many_arguments)]
+pub fn resize_region_u8(
+    src: &[u8],
+    region: Window,
+    full_width: usize,
+    full_height: usize,
+    channels: usize,
+    out_width: usize,
+    out_height: usize,
+    filter: Filter,
+    window: Window,
+) -> Result<Vec<u8>, ImageError> {
+    let (width, height) = (full_width, full_height);
     if !matches!(channels, 1 | 3 | 4) {
         return Err(ImageError::Unsupported(format!(
             "resize takes 1 (L), 3 (RGB) or 4 (RGBA) channels, got {channels}"
@@ -302,10 +354,17 @@ pub fn resize_window_u8(
             "sizes must be positive: input {width}x{height}, output {out_width}x{out_height}"
         )));
     }
-    if src.len() != width * height * channels {
+    if region.x + region.width > width || region.y + region.height > height {
         return Err(ImageError::InvalidSize(format!(
-            "buffer of {} bytes is not {width}x{height}x{channels}",
-            src.len()
+            "region {region:?} is not inside the {width}x{height} source"
+        )));
+    }
+    if src.len() != region.width * region.height * channels {
+        return Err(ImageError::InvalidSize(format!(
+            "buffer of {} bytes is not {}x{}x{channels}",
+            src.len(),
+            region.width,
+            region.height
         )));
     }
     if window.width == 0
@@ -317,19 +376,49 @@ pub fn resize_window_u8(
             "window {window:?} is not inside the {out_width}x{out_height} output"
         )));
     }
+    let covers =
+        |(lo, hi): (usize, usize), start: usize, len: usize| lo >= start && hi <= start + len;
+    let partial = region.width != width || region.height != height;
+    if partial
+        && (!covers(
+            source_span(width, out_width, filter, window.x, window.width),
+            region.x,
+            region.width,
+        ) || !covers(
+            source_span(height, out_height, filter, window.y, window.height),
+            region.y,
+            region.height,
+        ) || (filter != Filter::Nearest && height > width * 100 && out_height < height))
+    {
+        return Err(ImageError::InvalidSize(format!(
+            "region {region:?} of the {width}x{height} source does not cover what window {window:?} reads"
+        )));
+    }
+    let origin = Origin {
+        x: region.x,
+        y: region.y,
+        width: region.width,
+    };
     if out_width == width && out_height == height {
         // Pillow returns a copy (no premultiplication round trip either).
-        return Ok(crop(src, width, channels, window));
+        let shifted = Window {
+            x: window.x - region.x,
+            y: window.y - region.y,
+            ..window
+        };
+        return Ok(crop(src, region.width, channels, shifted));
     }
     if filter == Filter::Nearest {
         // Pillow's NEAREST copies whole pixels, RGBA included (no premultiplication).
         let xs = nearest_table(width, out_width);
         let ys = nearest_table(height, out_height);
+        let row_len = region.width * channels;
         let mut out = Vec::with_capacity(window.width * window.height * channels);
         for &sy in &ys[window.y..window.y + window.height] {
-            let row = &src[sy * width * channels..(sy + 1) * width * channels];
+            let row = &src[(sy - region.y) * row_len..(sy - region.y + 1) * row_len];
             for &sx in &xs[window.x..window.x + window.width] {
-                out.extend_from_slice(&row[sx * channels..(sx + 1) * channels]);
+                let at = (sx - region.x) * channels;
+                out.extend_from_slice(&row[at..at + channels]);
             }
         }
         return Ok(out);
@@ -338,14 +427,23 @@ pub fn resize_window_u8(
         // Pillow resizes RGBA as premultiplied RGBa and converts back.
         let pre = premultiply(src);
         let mut out = convolve(
-            &pre, width, height, channels, out_width, out_height, filter, window,
+            &pre, origin, width, height, channels, out_width, out_height, filter, window,
         );
         unpremultiply(&mut out);
         return Ok(out);
     }
     Ok(convolve(
-        src, width, height, channels, out_width, out_height, filter, window,
+        src, origin, width, height, channels, out_width, out_height, filter, window,
     ))
+}
+
+/// Where a partial source sits in the whole image: its top-left corner and its width (its
+/// row length in pixels).
+#[derive(Debug, Clone, Copy)]
+struct Origin {
+    x: usize,
+    y: usize,
+    width: usize,
 }
 
 fn crop(src: &[u8], width: usize, channels: usize, w: Window) -> Vec<u8> {
@@ -389,6 +487,7 @@ fn unpremultiply(px: &mut [u8]) {
 #[allow(clippy::too_many_arguments)]
 fn convolve(
     src: &[u8],
+    origin: Origin,
     width: usize,
     height: usize,
     channels: usize,
@@ -404,8 +503,9 @@ fn convolve(
             width,
             height: window.height,
         };
+        // Only whole sources get here (`resize_region_u8` refuses partial tall ones).
         let tall = passes(
-            src, width, height, channels, width, out_height, filter, rows,
+            src, origin, width, height, channels, width, out_height, filter, rows,
         );
         let cols = Window {
             x: window.x,
@@ -413,8 +513,10 @@ fn convolve(
             width: window.width,
             height: window.height,
         };
+        let whole = Origin { x: 0, y: 0, width };
         return passes(
             &tall,
+            whole,
             width,
             window.height,
             channels,
@@ -425,7 +527,7 @@ fn convolve(
         );
     }
     passes(
-        src, width, height, channels, out_width, out_height, filter, window,
+        src, origin, width, height, channels, out_width, out_height, filter, window,
     )
 }
 
@@ -433,6 +535,7 @@ fn convolve(
 #[allow(clippy::too_many_arguments)]
 fn passes(
     src: &[u8],
+    origin: Origin,
     width: usize,
     height: usize,
     channels: usize,
@@ -459,23 +562,37 @@ fn passes(
     let row_bytes = window.width * channels;
     let (img, stride, rows_offset): (std::borrow::Cow<'_, [u8]>, usize, usize) = if need_h {
         let horiz = coeffs(width, 0.0, width as f32, out_width, filter);
+        // Taps relative to the partial source's first column.
+        let bounds: Vec<(usize, usize)> = horiz.bounds[win_cols.clone()]
+            .iter()
+            .map(|&(first, n)| (first - origin.x, n))
+            .collect();
         let taps = Taps {
             ksize: horiz.ksize,
-            bounds: &horiz.bounds[win_cols.clone()],
+            bounds: &bounds,
             kk: &horiz.kk[window.x * horiz.ksize..],
         };
         let packed = kernels::Packed::new(&taps, channels);
         let mut tmp = vec![0u8; row_bytes * (last - first)];
         for (y, out) in tmp.chunks_exact_mut(row_bytes).enumerate() {
-            let line = &src[(y + first) * width * channels..(y + first + 1) * width * channels];
+            let r = y + first - origin.y;
+            let line = &src[r * origin.width * channels..(r + 1) * origin.width * channels];
             kernels::horizontal(line, out, channels, &taps, &packed);
         }
         (std::borrow::Cow::Owned(tmp), row_bytes, first)
     } else {
         // No horizontal resize: the window's columns of the source rows, in place.
-        (std::borrow::Cow::Borrowed(src), width * channels, 0)
+        (
+            std::borrow::Cow::Borrowed(src),
+            origin.width * channels,
+            origin.y,
+        )
     };
-    let col0 = if need_h { 0 } else { window.x * channels };
+    let col0 = if need_h {
+        0
+    } else {
+        (window.x - origin.x) * channels
+    };
     let mut out = vec![0u8; row_bytes * window.height];
     match &vert {
         Some(v) => {
