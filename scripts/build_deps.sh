@@ -17,5 +17,6 @@ if ! command -v nasm >/dev/null; then
 fi
 # The PyTurboJPEG benchmark peer loads the system's libturbojpeg (optional: left out without it).
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null && ! ldconfig -p 2>/dev/null | grep -q libturbojpeg.so; then
-    apt-get install -y -q libturbojpeg0 >/dev/null 2>&1 || echo "note: libturbojpeg0 not installed; the PyTurboJPEG peer is left out" >&2
+    (apt-get install -y -q libturbojpeg0 >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q libturbojpeg0 >/dev/null 2>&1; }) \
+        || echo "note: libturbojpeg0 not installed; the PyTurboJPEG peer is left out" >&2
 fi
