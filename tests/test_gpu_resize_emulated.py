@@ -72,7 +72,8 @@ def test_nchw_layout():
 
 def test_ragged_batch_in_one_launch_per_pass():
     be = EmuBackend()
-    images = [_img(h, w, 3, h + w) for h, w in ((40, 60), (97, 31), (224, 224), (12, 300), (61, 60))]
+    # all horizontal-first under either Pillow's pass order
+    images = [_img(h, w, 3, h + w) for h, w in ((40, 60), (31, 97), (224, 224), (12, 300), (47, 60))]
     got = fastprep.gpu_resize(images, (64, 48), filter="bilinear", backend=be)
     assert got.shape == (5, 48, 64, 3)
     for i, img in enumerate(images):
@@ -88,6 +89,26 @@ def test_tall_images_and_mixed_pass_orders():
     got = fastprep.gpu_resize(images, (64, 40), filter="lanczos", backend=be)
     for i, img in enumerate(images):
         np.testing.assert_array_equal(got[i], _cpu(img, (64, 40), "lanczos"), err_msg=str(img.shape))
+
+
+@pytest.mark.parametrize("order", [12, 13])
+def test_pass_order_follows_the_cpu_path(order):
+    """Pillow 13 runs the vertical pass first whenever the height shrinks by more than twice as
+    many pixels as the width; the launch plan asks the CPU path's rule, under either order."""
+    before = fastprep.pillow_order()
+    try:
+        fastprep.pillow_order(order)
+        be = EmuBackend()
+        images = [_img(97, 31, 3, 4), _img(300, 200, 3, 5), _img(60, 80, 3, 6)]
+        got = fastprep.gpu_resize(images, (64, 48), filter="bicubic", backend=be)
+        for i, img in enumerate(images):
+            np.testing.assert_array_equal(got[i], _cpu(img, (64, 48), "bicubic"), err_msg=str(img.shape))
+        kernels = [k for k, _, _ in be.launches]
+        # one launch per pass and pass order: under 13 the 97-row image goes vertical-first alone
+        want = ["resize_horizontal", "resize_vertical"] * (1 if order == 12 else 2)
+        assert sorted(kernels) == sorted(want), kernels
+    finally:
+        fastprep.pillow_order(before)
 
 
 def test_rgba_premultiplication_only_where_pillow_does_it():

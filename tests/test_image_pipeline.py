@@ -118,6 +118,17 @@ def test_partial_decode_of_the_crop_region_is_exact(subsampling, draft):
         _assert_batch(got, blobs, shorter=shorter, crop=crop, draft=draft)
 
 
+@pytest.mark.parametrize("draft", [False, True], ids=["exact", "draft"])
+def test_portrait_images_resized_vertically_first_with_partial_decode(draft):
+    """A portrait image over twice as tall as wide shrinks vertically first under Pillow 13's pass
+    order; the partial decode of the crop's region must still give Pillow's pixels."""
+    arr = data.scaled(data.photos()["china.jpg"], (400, 1000))
+    blobs = [data.jpeg(arr, quality=85, subsampling=2), data.jpeg_with_orientation(arr[:400, :], 6)]
+    for shorter, crop in ((256, 224), (100, (80, 60))):
+        got = fastprep.preprocess(blobs, resize_shorter=shorter, crop=crop, draft=draft)
+        _assert_batch(got, blobs, shorter=shorter, crop=crop, draft=draft)
+
+
 def test_draft_matches_pillow_draft_and_is_close_to_exact():
     blobs = [v for k, v in data.jpeg_variants().items() if "china-" in k and "x" in k.split("-")[1]]
     blobs += [data.jpeg_variants()["china-q75-420"]]  # 640x427: no draft scale applies

@@ -146,6 +146,38 @@ def test_tall_images_are_resized_vertically_first_like_pillow(name, channels):
         np.testing.assert_array_equal(fastprep.resize(img, dst, filter=name), _pillow(img, dst, name), err_msg=str(dst))
 
 
+def test_pass_order_follows_the_installed_pillow():
+    import PIL
+
+    assert fastprep.pillow_order() == (12 if int(PIL.__version__.split(".")[0]) <= 12 else 13)
+    with pytest.raises(ValueError, match="12 or 13"):
+        fastprep.pillow_order(11)
+
+
+@pytest.mark.parametrize("order", [12, 13])
+@pytest.mark.parametrize("dtype", ["uint8", "float32"])
+def test_either_pillow_pass_order(order, dtype):
+    """Pillow 13 resizes vertically first whenever the height shrinks by more than twice as many
+    pixels as the width (12.x: only images over 100x taller than wide). The order shows in the
+    bytes; each is one pass after the other, as two single-axis resizes give it."""
+    rng = np.random.default_rng(order)
+    before = fastprep.pillow_order()
+    try:
+        fastprep.pillow_order(order)
+        cases = [((97, 131), (64, 48), True), ((200, 300), (180, 130), True), ((300, 200), (150, 150), False)]
+        cases += [((200, 300), (170, 239), True), ((200, 300), (170, 240), False), ((20, 2500), (10, 40), True)]
+        for (w, h), (ow, oh), v13 in cases:
+            img = rng.integers(0, 256, (h, w, 3), dtype=np.uint8).astype(dtype)
+            got = fastprep.resize(img, (ow, oh), filter="bicubic")
+            h_first = fastprep.resize(fastprep.resize(img, (ow, h), filter="bicubic"), (ow, oh), filter="bicubic")
+            v_first = fastprep.resize(fastprep.resize(img, (w, oh), filter="bicubic"), (ow, oh), filter="bicubic")
+            vertical = v13 if order == 13 else h > 100 * w
+            assert not np.array_equal(h_first, v_first)
+            np.testing.assert_array_equal(got, v_first if vertical else h_first, err_msg=f"{(w, h)} -> {(ow, oh)}")
+    finally:
+        fastprep.pillow_order(before)
+
+
 @pytest.mark.parametrize("name", list(FILTERS))
 def test_float32_matches_pillow_mode_f_per_channel(name):
     rng = np.random.default_rng(5)

@@ -19,7 +19,7 @@ from .errors import (
     UnsupportedTokenizerError,
 )
 from .gpu import gpu_resize
-from .image import MAX_IMAGE_PIXELS, decode, decode_batch, resize, resize_batch
+from .image import MAX_IMAGE_PIXELS, decode, decode_batch, pillow_order, resize, resize_batch
 from .kernels import kernel_names, kernel_source
 from .pipeline import IMAGENET_MEAN, IMAGENET_STD, ImagePipeline, preprocess
 from .pool import Block, BlockPool, PoolStats
@@ -54,6 +54,7 @@ __all__ = [
     "gpu_resize",
     "kernel_names",
     "kernel_source",
+    "pillow_order",
     "preprocess",
     "resize",
     "resize_batch",

@@ -63,9 +63,9 @@ class _Image:
     sc: int
 
 
-def _tall_first(h: int, w: int, out_h: int) -> bool:
-    # Pillow 12.2+: images more than 100x taller than wide shrink vertically first.
-    return h > w * 100 and out_h < h
+def _vertical_first(h: int, w: int, out_h: int, out_w: int) -> bool:
+    # Pillow's pass order (fastprep.pillow_order): the CPU path's own rule, asked, not copied.
+    return bool(_core.resize_vertical_first(w, h, out_w, out_h))
 
 
 @dataclass
@@ -148,7 +148,7 @@ def run_resize(
     # A pass Pillow would skip (the size does not change along that axis) is skipped here too.
     groups: dict[tuple[str, bool, bool], list[int]] = {}
     for i, (im, (tw, th)) in enumerate(zip(images, targets, strict=True)):
-        order = "vh" if _tall_first(im.h, im.w, th) else "hv"
+        order = "vh" if _vertical_first(im.h, im.w, th, tw) else "hv"
         groups.setdefault((order, im.w != tw, im.h != th), []).append(i)
     for (order, need_h, need_v), idx in groups.items():
         srcs = [images[i] for i in idx]

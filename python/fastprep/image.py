@@ -2,20 +2,23 @@
 
 - ``decode`` / ``decode_batch``: JPEG (libjpeg-turbo) and PNG bytes to uint8 (H, W, C) arrays with
   pixels identical to Pillow's ``ImageOps.exif_transpose(Image.open(f)).convert(mode)``.
-- ``resize`` / ``resize_batch``: bit-exact with ``PIL.Image.resize`` of Pillow 12.2+ for 8-bit
-  L, RGB and RGBA images with every filter (nearest, box, bilinear, hamming, bicubic, lanczos),
-  and with Pillow's mode "F" arithmetic for float32 images.
+- ``resize`` / ``resize_batch``: bit-exact with ``PIL.Image.resize`` for 8-bit L, RGB and RGBA
+  images with every filter (nearest, box, bilinear, hamming, bicubic, lanczos), and with Pillow's
+  mode "F" arithmetic for float32 images. Pillow 13 changed the order of the two passes for some
+  sizes (which changes bytes), so fastprep follows the Pillow installed beside it, or 13 when
+  there is none; ``pillow_order(12)`` / ``pillow_order(13)`` chooses explicitly.
 """
 
 from __future__ import annotations
 
+import importlib.metadata
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from . import _core
 from .errors import DecodeError
 
-__all__ = ["MAX_IMAGE_PIXELS", "decode", "decode_batch", "resize", "resize_batch"]
+__all__ = ["MAX_IMAGE_PIXELS", "decode", "decode_batch", "pillow_order", "resize", "resize_batch"]
 
 Filter = Literal["nearest", "box", "bilinear", "hamming", "bicubic", "lanczos"]
 Mode = Literal["RGB", "L", "RGBA", "unchanged"]
@@ -25,6 +28,31 @@ Mode = Literal["RGB", "L", "RGBA", "unchanged"]
 MAX_IMAGE_PIXELS: int = _core.DEFAULT_MAX_PIXELS
 
 _BytesLike = bytes | bytearray | memoryview
+
+
+def pillow_order(major: int | None = None) -> int:
+    """The Pillow major version (12 or 13) whose resize results fastprep reproduces; with an
+    argument, switches to it for the whole process (the CPU and GPU paths alike).
+
+    Pillow 13 runs the vertical pass first whenever the height shrinks by more than twice as many
+    pixels as the width (12.x only for images over 100 times taller than wide); both passes round
+    to 8 bits, so the order shows in the bytes. The default follows the installed Pillow, found
+    by its metadata without importing it, or 13 when Pillow is not installed.
+    """
+    if major is not None and major not in (12, 13):
+        raise ValueError(f"pillow_order takes 12 or 13, got {major!r}")
+    return int(_core.pillow_order(major))
+
+
+def _installed_pillow_major() -> int:
+    try:
+        major = int(importlib.metadata.version("pillow").split(".")[0])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return 13
+    return 12 if major <= 12 else 13
+
+
+pillow_order(_installed_pillow_major())
 
 
 def _as_bytes(data: Any, index: int | None = None) -> bytes:

@@ -301,11 +301,9 @@ fn decode_jpeg(data: &[u8], spec: &Spec, crop: (usize, usize)) -> Result<Decoded
     // The decoded image: stored (scaled) and oriented sizes.
     let (sdw, sdh) = (sw.div_ceil(dd), sh.div_ceil(dd));
     let size = if swapped { (sdh, sdw) } else { (sdw, sdh) };
-    // Pillow resizes images over 100 times taller than wide vertically first, over every row.
-    let tall = size.1 > size.0 * 100 && rh < size.1;
     // A header without a size (a file cut short) gets no region: the decode reports it.
     let sane = sw > 0 && sh > 0 && rw >= crop.0 && rh >= crop.1;
-    let want = (sane && !tall).then(|| {
+    let want = sane.then(|| {
         let window = crop_window((rw, rh), crop);
         let (x0, x1) = source_span(size.0, rw, spec.filter, window.x, window.width);
         let (y0, y1) = source_span(size.1, rh, spec.filter, window.y, window.height);

@@ -3,9 +3,46 @@
 //! Our own code rather than a resize crate: bit-exactness needs Pillow's exact arithmetic. Its
 //! filter weights are computed in f64 per output pixel, normalized, then rounded to 22-bit fixed
 //! point (`PRECISION_BITS = 32 - 8 - 2`); each pass accumulates in i32 from a half-unit bias and
-//! clips. The horizontal pass runs first, over only the rows the vertical pass will read.
+//! clips. The horizontal pass runs first, over only the rows the vertical pass will read, unless
+//! Pillow's rule for the pass order says vertical first (`vertical_first`).
 use super::resize_kernels::{self as kernels, Taps};
 use crate::error::ImageError;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+/// The Pillow major version whose pass order resizes follow (12 or 13; see `vertical_first`).
+static PILLOW_ORDER: AtomicU32 = AtomicU32::new(13);
+
+/// Follow Pillow `major`'s choice of pass order: 12 (12.2 to 12.x) or 13 (13.0 and later).
+pub fn set_pillow_order(major: u32) -> Result<(), ImageError> {
+    if !matches!(major, 12 | 13) {
+        return Err(ImageError::Unsupported(format!(
+            "fastprep follows the resize of Pillow 12 (12.2 and later) or 13, not {major}"
+        )));
+    }
+    PILLOW_ORDER.store(major, Ordering::Relaxed);
+    Ok(())
+}
+
+pub fn pillow_order() -> u32 {
+    PILLOW_ORDER.load(Ordering::Relaxed)
+}
+
+/// Whether Pillow resizes `width` x `height` -> `out_width` x `out_height` vertically first: the
+/// order changes the bytes, since the intermediate image is rounded to 8 bits. Pillow 12.2-12.x
+/// (Image.resize): images more than 100 times taller than wide that shrink vertically. Pillow 13
+/// (libImaging/Resample.c, python-pillow/Pillow#9549): whenever the height shrinks by more than
+/// twice as many pixels as the width does (measured against 13.0.0 at the boundary: `>`).
+pub fn vertical_first(width: usize, height: usize, out_width: usize, out_height: usize) -> bool {
+    if out_height >= height {
+        return false;
+    }
+    if pillow_order() == 12 {
+        return height > width * 100;
+    }
+    let shrink_h = (height - out_height) as i128;
+    let shrink_w = width as i128 - out_width as i128;
+    shrink_h > 2 * shrink_w
+}
 
 pub(super) const PRECISION_BITS: u32 = 32 - 8 - 2;
 
@@ -329,8 +366,7 @@ pub fn source_span(
 
 /// `resize_window_u8` of a `full_width` x `full_height` image of which `src` holds only the
 /// rectangle `region` (a partial decode): the bytes are those of resizing the whole image, as
-/// long as `region` covers what the window reads (`source_span` on both axes). Images more
-/// than 100 times taller than wide need the whole source (Pillow's vertical-first order).
+/// long as `region` covers what the window reads (`source_span` on both axes).
 #[allow(clippy::too_many_arguments)]
 pub fn resize_region_u8(
     src: &[u8],
@@ -388,7 +424,7 @@ pub fn resize_region_u8(
             source_span(height, out_height, filter, window.y, window.height),
             region.y,
             region.height,
-        ) || (filter != Filter::Nearest && height > width * 100 && out_height < height))
+        ))
     {
         return Err(ImageError::InvalidSize(format!(
             "region {region:?} of the {width}x{height} source does not cover what window {window:?} reads"
@@ -481,9 +517,9 @@ fn unpremultiply(px: &mut [u8]) {
     }
 }
 
-/// The convolution passes. Pillow (12.2 and later) resizes an image more than 100 times taller
-/// than wide vertically first when it shrinks it vertically; otherwise horizontally first, over
-/// only the source rows the vertical pass reads.
+/// The convolution passes: horizontally first, over only the source rows the vertical pass
+/// reads, or vertically first where Pillow does that (`vertical_first`), over only the columns
+/// the partial source holds.
 #[allow(clippy::too_many_arguments)]
 fn convolve(
     src: &[u8],
@@ -496,27 +532,31 @@ fn convolve(
     filter: Filter,
     window: Window,
 ) -> Vec<u8> {
-    if height > width * 100 && out_height < height {
+    if out_width != width && vertical_first(width, height, out_width, out_height) {
         let rows = Window {
-            x: 0,
+            x: origin.x,
             y: window.y,
-            width,
+            width: origin.width,
             height: window.height,
         };
-        // Only whole sources get here (`resize_region_u8` refuses partial tall ones).
         let tall = passes(
             src, origin, width, height, channels, width, out_height, filter, rows,
         );
+        // `tall` holds the window's rows, over the source's columns.
         let cols = Window {
             x: window.x,
             y: 0,
             width: window.width,
             height: window.height,
         };
-        let whole = Origin { x: 0, y: 0, width };
+        let part = Origin {
+            x: origin.x,
+            y: 0,
+            width: origin.width,
+        };
         return passes(
             &tall,
-            whole,
+            part,
             width,
             window.height,
             channels,

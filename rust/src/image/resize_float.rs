@@ -1,7 +1,7 @@
 //! float32 resize, equal to Pillow's on mode "F" images channel by channel: the normalized
 //! weights stay f64 (no fixed point), each output is an f64 sum in tap order stored as f32, and
 //! the intermediate image between the passes is f32, as Pillow's is.
-use super::resize::{nearest_table, weights, Filter};
+use super::resize::{nearest_table, vertical_first, weights, Filter};
 use crate::error::ImageError;
 
 /// Resizes a float32 image of `channels` interleaved channels to `out_width` x `out_height`.
@@ -40,8 +40,8 @@ pub fn resize_f32(
         }
         return Ok(out);
     }
-    // Pillow 12.2+: images more than 100x taller than wide shrink vertically first.
-    if height > width * 100 && out_height < height {
+    // Pillow's pass order, as for 8 bits (the intermediate image is f32 and rounds too).
+    if out_width != width && vertical_first(width, height, out_width, out_height) {
         let tall = passes(src, width, height, channels, width, out_height, filter);
         return Ok(passes(
             &tall, width, out_height, channels, out_width, out_height, filter,

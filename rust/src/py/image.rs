@@ -417,3 +417,26 @@ pub fn normalize_table<'py>(
     };
     Ok(PyBytes::new(py, &bytes))
 }
+
+/// Which Pillow's resize pass order to follow: 12 (12.2 to 12.x) or 13 (13.0 and later);
+/// `None` only reads it.
+#[pyfunction]
+#[pyo3(signature = (major = None))]
+pub fn pillow_order(major: Option<u32>) -> PyResult<u32> {
+    if let Some(m) = major {
+        crate::image::resize::set_pillow_order(m)?;
+    }
+    Ok(crate::image::resize::pillow_order())
+}
+
+/// Whether a resize of `width` x `height` to `out_width` x `out_height` runs its vertical pass
+/// first under the Pillow order in force (the GPU launch plan asks here).
+#[pyfunction]
+pub fn resize_vertical_first(
+    width: usize,
+    height: usize,
+    out_width: usize,
+    out_height: usize,
+) -> bool {
+    out_width != width && crate::image::resize::vertical_first(width, height, out_width, out_height)
+}

@@ -29,6 +29,8 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image::resize_f32, m)?)?;
     m.add_function(wrap_pyfunction!(image::resize_batch_u8, m)?)?;
     m.add_function(wrap_pyfunction!(image::resize_tables, m)?)?;
+    m.add_function(wrap_pyfunction!(image::pillow_order, m)?)?;
+    m.add_function(wrap_pyfunction!(image::resize_vertical_first, m)?)?;
     m.add_function(wrap_pyfunction!(image::normalize_table, m)?)?;
     m.add_class::<buffer::PixelBuffer>()?;
     m.add_function(wrap_pyfunction!(image::decode_image, m)?)?;
