@@ -159,6 +159,8 @@ DECODERS = {
     "fastprep-scaled-1/4": lambda b: fastprep._core.decode_image(b, "RGB", True, None, 4),
     "opencv-reduced-4": lambda b: cv2.imdecode(np.frombuffer(b, np.uint8), cv2.IMREAD_REDUCED_COLOR_4),
 }
+if TURBOJPEG is not None:
+    DECODERS["turbojpeg-scaled-1/4"] = lambda b: TURBOJPEG.decode(b, pixel_format=0, scaling_factor=(1, 4))  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("impl", list(DECODERS))
