@@ -5,7 +5,7 @@ The public API is what ``__all__`` lists; ``fastprep._core`` is private.
 
 from __future__ import annotations
 
-from . import decoders, errors
+from . import decoders, errors, hf
 from ._core import __version__, build_profile
 from ._info import build_info
 from .decoders import DecodeStream
@@ -52,6 +52,7 @@ __all__ = [
     "decoders",
     "errors",
     "gpu_resize",
+    "hf",
     "kernel_names",
     "kernel_source",
     "pillow_order",
