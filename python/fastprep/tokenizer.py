@@ -67,6 +67,13 @@ class Tokenizer:
         return cls.from_str(Path(path).read_text(encoding="utf-8"))
 
     @classmethod
+    def from_sentencepiece(cls, path: str | os.PathLike[str]) -> Tokenizer:
+        """Load a SentencePiece ``.model`` file (BPE or Unigram) directly: the pipeline that
+        transformers' converter builds from it, whose ids equal ``SentencePieceProcessor.encode``
+        (no BOS/EOS are added, as ``encode`` adds none by default)."""
+        return cls(_core.Tokenizer.from_sentencepiece(Path(path).read_bytes()))
+
+    @classmethod
     def from_pretrained(cls, identifier: str | os.PathLike[str], *, revision: str | None = None) -> Tokenizer:
         """Load from a local directory holding tokenizer.json, or a model already in the local HF
         cache (``org/name``). Never downloads: a missing model raises FileNotFoundError saying how

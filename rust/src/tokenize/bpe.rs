@@ -42,6 +42,8 @@ pub struct Scratch {
     /// One cache per model id, the most recently used first.
     caches: Vec<(u64, Cache)>,
     word: Word,
+    /// Unigram's Viterbi table.
+    pub(crate) lattice: Vec<(f64, u32, u32)>,
 }
 
 impl Scratch {

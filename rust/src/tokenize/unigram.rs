@@ -1,0 +1,372 @@
+//! The Unigram model: the best segmentation of a piece by Viterbi over the vocabulary's scores,
+//! computed exactly as HF tokenizers' `Unigram::encode_optimized` does (itself SentencePiece's
+//! `EncodeOptimized`), so that ties and unknown runs come out the same:
+//!
+//! - positions are visited left to right; at each, the vocabulary tokens that start there are
+//!   tried shortest first, and a candidate replaces the best path to its end only if its score
+//!   is strictly higher (the first one found wins ties);
+//! - a char that no single-char token covers also gets an unknown candidate scoring
+//!   `min_score - 10`;
+//! - on the way back, runs of unknown tokens are fused into one string, which is then looked up
+//!   in the vocabulary again, byte-fallen-back (`<0xAB>` tokens, all spanning the whole run, as HF
+//!   gives them) or made the unk id.
+use super::bpe::{next_model_id, Scratch};
+use crate::error::TokenizeError;
+use rustc_hash::FxHashMap;
+
+/// SentencePiece's penalty of the unknown token below the lowest score.
+const UNK_PENALTY: f64 = 10.0;
+
+/// Set in a token's length: the token spans the same input bytes as the one after it (the
+/// offsets of byte-fallback tokens of one unknown run all cover the run, as in HF).
+pub const SAME_SPAN: u32 = 1 << 31;
+
+/// Set in a token's length: the token's string is the input text it spans, not its vocabulary
+/// entry (HF names an unknown token by the text it stands for).
+pub const RAW_TEXT: u32 = 1 << 30;
+
+/// The flags a token length may carry.
+pub const FLAGS: u32 = SAME_SPAN | RAW_TEXT;
+
+const NONE: u32 = u32::MAX;
+
+/// A byte trie over the vocabulary: children of a node sorted by byte, flattened; the root's
+/// children in a direct table.
+#[derive(Debug, Clone, Default)]
+struct Trie {
+    root: Vec<u32>,
+    /// Per node: first edge, edge count, token id ending here (or NONE).
+    nodes: Vec<(u32, u32, u32)>,
+    labels: Vec<u8>,
+    targets: Vec<u32>,
+}
+
+impl Trie {
+    fn build(tokens: &[(&[u8], u32)]) -> Self {
+        // A pointer trie first, then flattened breadth-first.
+        let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
+        let mut value: Vec<u32> = vec![NONE];
+        for &(bytes, id) in tokens {
+            let mut node = 0usize;
+            for &b in bytes {
+                node = if let Some(&(_, c)) = children[node].iter().find(|e| e.0 == b) {
+                    c as usize
+                } else {
+                    let c = children.len();
+                    children.push(Vec::new());
+                    value.push(NONE);
+                    children[node].push((b, c as u32));
+                    c
+                };
+            }
+            if !bytes.is_empty() {
+                value[node] = id;
+            }
+        }
+        let mut t = Self {
+            root: vec![NONE; 256],
+            nodes: Vec::with_capacity(children.len()),
+            labels: Vec::new(),
+            targets: Vec::new(),
+        };
+        for (node, kids) in children.iter_mut().enumerate() {
+            kids.sort_unstable();
+            t.nodes
+                .push((t.labels.len() as u32, kids.len() as u32, value[node]));
+            for &(b, c) in kids.iter() {
+                t.labels.push(b);
+                t.targets.push(c);
+            }
+        }
+        for &(b, c) in &children[0] {
+            t.root[b as usize] = c;
+        }
+        t
+    }
+
+    #[inline]
+    fn child(&self, node: u32, b: u8) -> u32 {
+        if node == 0 {
+            return self.root[b as usize];
+        }
+        let (first, n, _) = self.nodes[node as usize];
+        let (first, n) = (first as usize, n as usize);
+        let labels = &self.labels[first..first + n];
+        if n <= 8 {
+            for (i, &l) in labels.iter().enumerate() {
+                if l == b {
+                    return self.targets[first + i];
+                }
+            }
+            NONE
+        } else {
+            labels
+                .binary_search(&b)
+                .map_or(NONE, |i| self.targets[first + i])
+        }
+    }
+
+    /// Calls `f(length, id)` for every token that is a prefix of `bytes`, shortest first.
+    #[inline]
+    fn prefixes(&self, bytes: &[u8], mut f: impl FnMut(usize, u32)) {
+        let mut node = 0u32;
+        for (i, &b) in bytes.iter().enumerate() {
+            node = self.child(node, b);
+            if node == NONE {
+                return;
+            }
+            let id = self.nodes[node as usize].2;
+            if id != NONE {
+                f(i + 1, id);
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Unigram {
+    /// Token -> id; for a token listed twice, the last id (HF's `token_to_ids`).
+    pub vocab: FxHashMap<String, u32>,
+    pub pieces: Vec<(String, f64)>,
+    pub unk_id: Option<u32>,
+    pub byte_fallback: bool,
+    min_score: f64,
+    trie: Trie,
+    fallback_ids: [Option<u32>; 256],
+    model_id: u64,
+}
+
+impl Unigram {
+    pub fn new(
+        pieces: Vec<(String, f64)>,
+        unk_id: Option<usize>,
+        byte_fallback: bool,
+    ) -> Result<Self, TokenizeError> {
+        if let Some(u) = unk_id {
+            if pieces.is_empty() {
+                return Err(TokenizeError::invalid(
+                    "model.vocab",
+                    "a Unigram model with unk_id needs a vocabulary",
+                ));
+            }
+            if u >= pieces.len() {
+                return Err(TokenizeError::invalid(
+                    "model.unk_id",
+                    format!("unk_id {u} is not in the vocabulary of {}", pieces.len()),
+                ));
+            }
+        }
+        let mut vocab = FxHashMap::with_capacity_and_hasher(pieces.len(), Default::default());
+        let mut min_score = f64::INFINITY;
+        for (id, (t, score)) in pieces.iter().enumerate() {
+            vocab.insert(t.clone(), id as u32);
+            if *score < min_score {
+                min_score = *score;
+            }
+        }
+        let tokens: Vec<(&[u8], u32)> = vocab.iter().map(|(t, &id)| (t.as_bytes(), id)).collect();
+        let trie = Trie::build(&tokens);
+        let mut fallback_ids = [None; 256];
+        for (b, slot) in fallback_ids.iter_mut().enumerate() {
+            *slot = vocab.get(format!("<0x{b:02X}>").as_str()).copied();
+        }
+        Ok(Self {
+            vocab,
+            pieces,
+            unk_id: unk_id.map(|u| u as u32),
+            byte_fallback,
+            min_score,
+            trie,
+            fallback_ids,
+            model_id: next_model_id(),
+        })
+    }
+
+    #[must_use]
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.vocab.get(token).copied()
+    }
+
+    #[must_use]
+    pub fn id_to_token(&self, id: u32) -> Option<&str> {
+        self.pieces.get(id as usize).map(|p| p.0.as_str())
+    }
+
+    /// Tokens of one piece as `(id, byte length)` (see `SAME_SPAN`), cached per thread.
+    pub fn tokenize(
+        &self,
+        piece: &str,
+        out: &mut Vec<(u32, u32)>,
+        scratch: &mut Scratch,
+    ) -> Result<(), TokenizeError> {
+        if piece.is_empty() {
+            return Ok(());
+        }
+        if let Some(hit) = scratch.cached_tokens(self.model_id, piece.as_bytes()) {
+            out.extend_from_slice(hit);
+            return Ok(());
+        }
+        let start = out.len();
+        self.encode(piece, out, &mut scratch.lattice)?;
+        scratch.cache_tokens(self.model_id, piece.as_bytes(), &out[start..]);
+        Ok(())
+    }
+
+    fn encode(
+        &self,
+        s: &str,
+        out: &mut Vec<(u32, u32)>,
+        best: &mut Vec<(f64, u32, u32)>,
+    ) -> Result<(), TokenizeError> {
+        let bytes = s.as_bytes();
+        let size = bytes.len();
+        let unk_score = self.min_score - UNK_PENALTY;
+        // Per end position: (best path score, start of its last token or NONE, that token's id).
+        best.clear();
+        best.resize(size + 1, (0.0, NONE, 0));
+        let mut at = 0usize;
+        while at < size {
+            let here = best[at].0;
+            let mblen = utf8_len(bytes[at]);
+            let mut single = false;
+            self.trie.prefixes(&bytes[at..], |len, id| {
+                let cand = self.pieces[id as usize].1 + here;
+                let target = &mut best[at + len];
+                if target.1 == NONE || cand > target.0 {
+                    *target = (cand, at as u32, id);
+                }
+                single |= len == mblen;
+            });
+            if !single {
+                let Some(unk) = self.unk_id else {
+                    return Err(TokenizeError::Encode(
+                        "Unigram: a char is not in the vocabulary and the model has no unk_id"
+                            .into(),
+                    ));
+                };
+                let cand = unk_score + here;
+                let target = &mut best[at + mblen];
+                if target.1 == NONE || cand > target.0 {
+                    *target = (cand, at as u32, unk);
+                }
+            }
+            at += mblen;
+        }
+        // Back from the end: (start, end, id or NONE for a fused unknown run), reversed.
+        let first = out.len();
+        let mut end = size;
+        let mut run_end: Option<usize> = None;
+        let mut spans: Vec<(usize, usize, u32)> = Vec::new();
+        while end > 0 {
+            let (_, start, id) = best[end];
+            let start = start as usize;
+            if self.unk_id == Some(id) {
+                run_end.get_or_insert(end);
+            } else {
+                if let Some(e) = run_end.take() {
+                    spans.push((end, e, NONE));
+                }
+                spans.push((start, end, id));
+            }
+            end = start;
+        }
+        if let Some(e) = run_end.take() {
+            spans.push((0, e, NONE));
+        }
+        for &(a, b, id) in spans.iter().rev() {
+            let len = (b - a) as u32;
+            if id != NONE {
+                out.push((id, len));
+                continue;
+            }
+            self.unknown(&s[a..b], len, out)?;
+        }
+        debug_assert!(out[first..].iter().all(|t| t.1 & !FLAGS > 0));
+        Ok(())
+    }
+
+    /// A fused unknown run: its own id if the run is a token, else its bytes' fallback tokens
+    /// (each spanning the run), else unk.
+    fn unknown(&self, run: &str, len: u32, out: &mut Vec<(u32, u32)>) -> Result<(), TokenizeError> {
+        if let Some(&id) = self.vocab.get(run) {
+            out.push((id, len));
+            return Ok(());
+        }
+        if self.byte_fallback {
+            let ids: Option<Vec<u32>> =
+                run.bytes().map(|b| self.fallback_ids[b as usize]).collect();
+            if let Some(ids) = ids {
+                let n = ids.len();
+                for (i, id) in ids.into_iter().enumerate() {
+                    out.push((id, if i + 1 < n { len | SAME_SPAN } else { len }));
+                }
+                return Ok(());
+            }
+        }
+        match self.unk_id {
+            Some(u) => {
+                out.push((u, len | RAW_TEXT));
+                Ok(())
+            }
+            None => Err(TokenizeError::Encode(
+                "Unigram: an unknown run and the model has no unk_id".into(),
+            )),
+        }
+    }
+}
+
+#[inline]
+fn utf8_len(b: u8) -> usize {
+    match b {
+        0..=0x7F => 1,
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        _ => 4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(byte_fallback: bool) -> Unigram {
+        let mut pieces: Vec<(String, f64)> = vec![
+            ("<unk>".into(), 0.0),
+            ("a".into(), -1.0),
+            ("b".into(), -1.5),
+            ("ab".into(), -2.0),
+            ("abc".into(), -4.0),
+            ("c".into(), -1.0),
+        ];
+        if byte_fallback {
+            pieces.extend((0..=255u8).map(|b| (format!("<0x{b:02X}>"), -10.0)));
+        }
+        Unigram::new(pieces, Some(0), byte_fallback).unwrap()
+    }
+
+    fn run(m: &Unigram, s: &str) -> Vec<(u32, u32)> {
+        let mut out = vec![];
+        m.tokenize(s, &mut out, &mut Scratch::default()).unwrap();
+        out
+    }
+
+    #[test]
+    fn best_path() {
+        let m = model(false);
+        // "ab" (-2) beats "a" + "b" (-2.5); "abc" (-4) loses to "ab" + "c" (-3).
+        assert_eq!(run(&m, "abc"), vec![(3, 2), (5, 1)]);
+        assert_eq!(run(&m, "ba"), vec![(2, 1), (1, 1)]);
+    }
+
+    #[test]
+    fn unknown_runs_fuse_and_fall_back() {
+        let m = model(false);
+        assert_eq!(run(&m, "axéyb"), vec![(1, 1), (0, 4 | RAW_TEXT), (2, 1)]);
+        let m = model(true);
+        let got = run(&m, "aéb");
+        assert_eq!(
+            got,
+            vec![(1, 1), (6 + 0xC3, 2 | SAME_SPAN), (6 + 0xA9, 2), (2, 1)]
+        );
+    }
+}
