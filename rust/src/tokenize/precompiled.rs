@@ -13,12 +13,16 @@
 //!
 //! Layout (little-endian): u32 trie size in bytes, the trie's u32 units, then the strings.
 use super::normalize::Normalized;
-use unicode_segmentation::UnicodeSegmentation;
+use unicode_segmentation::GraphemeCursor;
 
 #[derive(Debug, Clone)]
 pub struct Precompiled {
     trie: Vec<u32>,
     normalized: String,
+    /// The rule of each ASCII char looked up alone (its string's range), computed once: an ASCII
+    /// char followed by another one (or the end) is a grapheme cluster of its own (only CR LF
+    /// joins two ASCII chars), so most text skips the cluster segmentation and the trie.
+    ascii: [Option<(u32, u32)>; 128],
 }
 
 #[inline]
@@ -63,7 +67,16 @@ impl Precompiled {
         }
         let normalized = String::from_utf8(rest[size..].to_vec())
             .map_err(|e| format!("precompiled_charsmap strings are not UTF-8: {e}"))?;
-        Ok(Self { trie, normalized })
+        let mut p = Self {
+            trie,
+            normalized,
+            ascii: [None; 128],
+        };
+        for b in 0..128u8 {
+            let range = p.transform_range(&[b]);
+            p.ascii[b as usize] = range.map(|(s, e)| (s as u32, e as u32));
+        }
+        Ok(p)
     }
 
     /// The first (shortest) rule matching a prefix of `key`: its index into the strings.
@@ -88,12 +101,19 @@ impl Precompiled {
         None
     }
 
-    /// The replacement of `chunk`, if a rule matches a prefix of it.
-    fn transform(&self, chunk: &str) -> Option<&str> {
-        let start = self.first_match(chunk.as_bytes())?;
+    /// The replacement of `chunk`, if a rule matches a prefix of it: its range in the strings.
+    fn transform_range(&self, chunk: &[u8]) -> Option<(usize, usize)> {
+        let start = self.first_match(chunk)?;
         let rest = self.normalized.as_bytes().get(start..)?;
         let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
-        self.normalized.get(start..start + end)
+        self.normalized.get(start..start + end)?;
+        Some((start, start + end))
+    }
+
+    /// The replacement of `chunk`, if a rule matches a prefix of it.
+    fn transform(&self, chunk: &str) -> Option<&str> {
+        self.transform_range(chunk.as_bytes())
+            .map(|(s, e)| &self.normalized[s..e])
     }
 
     /// Applies the rules; `None` when nothing matched (HF leaves the string untouched then).
@@ -101,7 +121,34 @@ impl Precompiled {
     pub fn apply(&self, n: &Normalized) -> Option<Normalized> {
         let mut dest: Vec<(char, isize)> = Vec::with_capacity(n.text.len());
         let mut modified = false;
-        for grapheme in n.text.graphemes(true) {
+        let text = n.text.as_str();
+        let b = text.as_bytes();
+        let mut i = 0;
+        while i < b.len() {
+            let c = b[i];
+            if c < 0x80 && c != b'\r' && b.get(i + 1).is_none_or(|&x| x < 0x80) {
+                match self.ascii[c as usize] {
+                    None => dest.push((char::from(c), 0)),
+                    Some((s, e)) => {
+                        modified = true;
+                        replace(
+                            &mut dest,
+                            &text[i..=i],
+                            &self.normalized[s as usize..e as usize],
+                        );
+                    }
+                }
+                i += 1;
+                continue;
+            }
+            // The cluster starting here, with the whole text as context.
+            let end = GraphemeCursor::new(i, b.len(), true)
+                .next_boundary(text, 0)
+                .ok()
+                .flatten()
+                .unwrap_or(b.len());
+            let grapheme = &text[i..end];
+            i = end;
             if grapheme.len() < 6 {
                 if let Some(norm) = self.transform(grapheme) {
                     modified = true;
@@ -109,13 +156,13 @@ impl Precompiled {
                     continue;
                 }
             }
-            for (i, c) in grapheme.char_indices() {
-                let part = &grapheme[i..i + c.len_utf8()];
+            for (j, ch) in grapheme.char_indices() {
+                let part = &grapheme[j..j + ch.len_utf8()];
                 if let Some(norm) = self.transform(part) {
                     modified = true;
                     replace(&mut dest, part, norm);
                 } else {
-                    dest.push((c, 0));
+                    dest.push((ch, 0));
                 }
             }
         }
