@@ -44,6 +44,7 @@ pub struct Scratch {
     word: Word,
     /// Unigram's Viterbi table.
     pub(crate) lattice: Vec<(f64, u32, u32)>,
+    pub(crate) lattice32: Vec<(f32, u32, u32)>,
 }
 
 impl Scratch {

@@ -19,6 +19,7 @@ pub mod postprocess;
 pub mod precompiled;
 pub mod pretokenize;
 pub mod sentencepiece;
+pub mod spm_normalize;
 pub mod tiktoken;
 pub mod unigram;
 pub mod wordlevel;
@@ -145,7 +146,16 @@ impl Tokenizer {
     /// A tokenizer from the bytes of a SentencePiece `.model` file: the pipeline transformers'
     /// converter builds from it (see `sentencepiece`).
     pub fn from_sentencepiece(bytes: &[u8]) -> Result<Self, TokenizeError> {
-        Self::from_json(sentencepiece::tokenizer_json(bytes)?)
+        let mut tok = Self::from_json(sentencepiece::tokenizer_json(bytes)?)?;
+        if let Model::Unigram(u) = &mut tok.model {
+            // SentencePiece's own float32 sums, so that near-ties fall its way.
+            u.float32 = true;
+        }
+        // SentencePiece's own normalization where the converter's differs (see spm_normalize).
+        let mut sp = sentencepiece::normalizer(bytes)?;
+        sp.converter = tok.normalizer.take().map(Box::new);
+        tok.normalizer = Some(Normalizer::SentencePiece(std::sync::Arc::new(sp)));
+        Ok(tok)
     }
 
     /// The tokenizer.json text, with the current padding, truncation and added tokens.

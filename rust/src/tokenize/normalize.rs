@@ -113,13 +113,21 @@ pub enum Normalizer {
     Nfkc,
     Nfkd,
     Lowercase,
-    Strip { left: bool, right: bool },
-    Replace { pattern: Pattern, content: String },
+    Strip {
+        left: bool,
+        right: bool,
+    },
+    Replace {
+        pattern: Pattern,
+        content: String,
+    },
     Prepend(String),
     Bert(super::bert::BertNormalizer),
     StripAccents,
     Nmt,
     Precompiled(std::sync::Arc<super::precompiled::Precompiled>),
+    /// Models loaded from a `.model` file (see `spm_normalize`).
+    SentencePiece(std::sync::Arc<super::spm_normalize::SentencePieceNormalizer>),
     Sequence(Vec<Normalizer>),
 }
 
@@ -156,6 +164,7 @@ impl Normalizer {
             Self::StripAccents => super::bert::strip_accents(n),
             Self::Nmt => super::bert::nmt(n),
             Self::Precompiled(p) => p.apply(n),
+            Self::SentencePiece(p) => p.apply(n),
             Self::Sequence(items) => {
                 let mut cur: Option<Normalized> = None;
                 for item in items {

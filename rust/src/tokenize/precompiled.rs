@@ -101,6 +101,31 @@ impl Precompiled {
         None
     }
 
+    /// SentencePiece's own lookup: the longest rule matching a prefix of `key` (NUL included),
+    /// as (bytes it covers, its replacement).
+    pub fn longest_match(&self, key: &[u8]) -> Option<(usize, &str)> {
+        let at = |i: usize| self.trie.get(i).copied();
+        let mut pos = offset(at(0)?) as usize;
+        let mut best = None;
+        for (i, &c) in key.iter().enumerate() {
+            pos ^= c as usize;
+            let Some(unit) = at(pos) else { break };
+            if label(unit) != u32::from(c) {
+                break;
+            }
+            pos ^= offset(unit) as usize;
+            if has_leaf(unit) {
+                if let Some(v) = at(pos) {
+                    best = Some((i + 1, value(v) as usize));
+                }
+            }
+        }
+        let (len, start) = best?;
+        let rest = self.normalized.as_bytes().get(start..)?;
+        let end = rest.iter().position(|&b| b == 0).unwrap_or(rest.len());
+        Some((len, self.normalized.get(start..start + end)?))
+    }
+
     /// The replacement of `chunk`, if a rule matches a prefix of it: its range in the strings.
     fn transform_range(&self, chunk: &[u8]) -> Option<(usize, usize)> {
         let start = self.first_match(chunk)?;

@@ -236,6 +236,26 @@ fn escape(s: &str) -> String {
     out
 }
 
+/// SentencePiece's own normalizer for the model (its `converter` left empty).
+pub fn normalizer(bytes: &[u8]) -> R<super::spm_normalize::SentencePieceNormalizer> {
+    let m = parse(bytes)?;
+    let charsmap = if m.precompiled_charsmap.is_empty() {
+        None
+    } else {
+        Some(std::sync::Arc::new(
+            super::precompiled::Precompiled::from_bytes(&m.precompiled_charsmap)
+                .map_err(|e| bad(format!("precompiled_charsmap: {e}")))?,
+        ))
+    };
+    Ok(super::spm_normalize::SentencePieceNormalizer {
+        converter: None,
+        charsmap,
+        remove_extra_whitespaces: m.remove_extra_whitespaces,
+        add_dummy_prefix: m.add_dummy_prefix,
+        escape_whitespaces: m.escape_whitespaces,
+    })
+}
+
 /// The tokenizer.json of a SentencePiece model file's bytes.
 pub fn tokenizer_json(bytes: &[u8]) -> R<Value> {
     use base64::Engine as _;

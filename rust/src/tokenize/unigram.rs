@@ -130,6 +130,9 @@ pub struct Unigram {
     pub pieces: Vec<(String, f64)>,
     pub unk_id: Option<u32>,
     pub byte_fallback: bool,
+    /// Sum the scores in float32, as SentencePiece's own Viterbi does (set for models loaded from
+    /// a `.model` file; HF sums float64, which can break near-ties the other way).
+    pub float32: bool,
     min_score: f64,
     trie: Trie,
     fallback_ids: [Option<u32>; 256],
@@ -175,6 +178,7 @@ impl Unigram {
             pieces,
             unk_id: unk_id.map(|u| u as u32),
             byte_fallback,
+            float32: false,
             min_score,
             trie,
             fallback_ids,
@@ -207,30 +211,54 @@ impl Unigram {
             return Ok(());
         }
         let start = out.len();
-        self.encode(piece, out, &mut scratch.lattice)?;
+        if self.float32 {
+            self.encode::<f32>(piece, out, &mut scratch.lattice32)?;
+        } else {
+            self.encode::<f64>(piece, out, &mut scratch.lattice)?;
+        }
         scratch.cache_tokens(self.model_id, piece.as_bytes(), &out[start..]);
         Ok(())
     }
 
-    fn encode(
+    fn encode<F: Score>(
         &self,
         s: &str,
         out: &mut Vec<(u32, u32)>,
-        best: &mut Vec<(f64, u32, u32)>,
+        best: &mut Vec<(F, u32, u32)>,
     ) -> Result<(), TokenizeError> {
         let bytes = s.as_bytes();
         let size = bytes.len();
-        let unk_score = self.min_score - UNK_PENALTY;
+        let unk_score = F::from_f64(self.min_score) - F::from_f64(UNK_PENALTY);
         // Per end position: (best path score, start of its last token or NONE, that token's id).
         best.clear();
-        best.resize(size + 1, (0.0, NONE, 0));
+        best.resize(size + 1, (F::default(), NONE, 0));
         let mut at = 0usize;
+        let mut frontier = 0usize;
         while at < size {
-            let here = best[at].0;
+            let mut here = best[at].0;
+            if let Some(limit) = F::RESET {
+                // SentencePiece re-centres the float32 sums once they pass +-1e5 (to keep their
+                // precision): every node from here to the furthest one reached moves by the
+                // same offset.
+                if here < F::default() - limit || here > limit {
+                    for (i, node) in best
+                        .iter_mut()
+                        .enumerate()
+                        .take(frontier.max(at) + 1)
+                        .skip(at)
+                    {
+                        if i == at || node.1 != NONE {
+                            node.0 = node.0 - here;
+                        }
+                    }
+                    here = F::default();
+                }
+            }
             let mblen = utf8_len(bytes[at]);
             let mut single = false;
             self.trie.prefixes(&bytes[at..], |len, id| {
-                let cand = self.pieces[id as usize].1 + here;
+                frontier = frontier.max(at + len);
+                let cand = F::from_f64(self.pieces[id as usize].1) + here;
                 let target = &mut best[at + len];
                 if target.1 == NONE || cand > target.0 {
                     *target = (cand, at as u32, id);
@@ -244,6 +272,7 @@ impl Unigram {
                             .into(),
                     ));
                 };
+                frontier = frontier.max(at + mblen);
                 let cand = unk_score + here;
                 let target = &mut best[at + mblen];
                 if target.1 == NONE || cand > target.0 {
@@ -312,6 +341,31 @@ impl Unigram {
                 "Unigram: an unknown run and the model has no unk_id".into(),
             )),
         }
+    }
+}
+
+/// The arithmetic of the best path: f64 (HF) or f32 (SentencePiece).
+trait Score:
+    Copy + Default + PartialOrd + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self>
+{
+    /// The magnitude past which the running sum is re-centred (SentencePiece's float32 path).
+    const RESET: Option<Self>;
+    fn from_f64(x: f64) -> Self;
+}
+
+impl Score for f64 {
+    const RESET: Option<Self> = None;
+    #[inline]
+    fn from_f64(x: f64) -> Self {
+        x
+    }
+}
+
+impl Score for f32 {
+    const RESET: Option<Self> = Some(100_000.0);
+    #[inline]
+    fn from_f64(x: f64) -> Self {
+        x as f32
     }
 }
 
