@@ -35,14 +35,15 @@ const NONE: u32 = u32::MAX;
 #[derive(Debug, Clone, Default)]
 struct Trie {
     root: Vec<u32>,
-    /// Per node: first edge, edge count, token id ending here (or NONE).
-    nodes: Vec<(u32, u32, u32)>,
+    /// Per node: first edge, edge count, token id ending here (or NONE), and that token's
+    /// score kept beside it (the best path reads it right after the node: one cache line).
+    nodes: Vec<(u32, u32, u32, f64)>,
     labels: Vec<u8>,
     targets: Vec<u32>,
 }
 
 impl Trie {
-    fn build(tokens: &[(&[u8], u32)]) -> Self {
+    fn build(tokens: &[(&[u8], u32)], scores: &[(String, f64)]) -> Self {
         // A pointer trie first, then flattened breadth-first.
         let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
         let mut value: Vec<u32> = vec![NONE];
@@ -71,8 +72,9 @@ impl Trie {
         };
         for (node, kids) in children.iter_mut().enumerate() {
             kids.sort_unstable();
+            let score = scores.get(value[node] as usize).map_or(0.0, |p| p.1);
             t.nodes
-                .push((t.labels.len() as u32, kids.len() as u32, value[node]));
+                .push((t.labels.len() as u32, kids.len() as u32, value[node], score));
             for &(b, c) in kids.iter() {
                 t.labels.push(b);
                 t.targets.push(c);
@@ -89,7 +91,7 @@ impl Trie {
         if node == 0 {
             return self.root[b as usize];
         }
-        let (first, n, _) = self.nodes[node as usize];
+        let (first, n, _, _) = self.nodes[node as usize];
         let (first, n) = (first as usize, n as usize);
         let labels = &self.labels[first..first + n];
         if n <= 8 {
@@ -106,18 +108,18 @@ impl Trie {
         }
     }
 
-    /// Calls `f(length, id)` for every token that is a prefix of `bytes`, shortest first.
+    /// Calls `f(length, id, score)` for every token that is a prefix of `bytes`, shortest first.
     #[inline]
-    fn prefixes(&self, bytes: &[u8], mut f: impl FnMut(usize, u32)) {
+    fn prefixes(&self, bytes: &[u8], mut f: impl FnMut(usize, u32, f64)) {
         let mut node = 0u32;
         for (i, &b) in bytes.iter().enumerate() {
             node = self.child(node, b);
             if node == NONE {
                 return;
             }
-            let id = self.nodes[node as usize].2;
+            let (_, _, id, score) = self.nodes[node as usize];
             if id != NONE {
-                f(i + 1, id);
+                f(i + 1, id, score);
             }
         }
     }
@@ -168,7 +170,7 @@ impl Unigram {
             }
         }
         let tokens: Vec<(&[u8], u32)> = vocab.iter().map(|(t, &id)| (t.as_bytes(), id)).collect();
-        let trie = Trie::build(&tokens);
+        let trie = Trie::build(&tokens, &pieces);
         let mut fallback_ids = [None; 256];
         for (b, slot) in fallback_ids.iter_mut().enumerate() {
             *slot = vocab.get(format!("<0x{b:02X}>").as_str()).copied();
@@ -256,9 +258,9 @@ impl Unigram {
             }
             let mblen = utf8_len(bytes[at]);
             let mut single = false;
-            self.trie.prefixes(&bytes[at..], |len, id| {
+            self.trie.prefixes(&bytes[at..], |len, id, score| {
                 frontier = frontier.max(at + len);
-                let cand = F::from_f64(self.pieces[id as usize].1) + here;
+                let cand = F::from_f64(score) + here;
                 let target = &mut best[at + len];
                 if target.1 == NONE || cand > target.0 {
                     *target = (cand, at as u32, id);
