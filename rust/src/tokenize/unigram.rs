@@ -30,21 +30,22 @@ pub const FLAGS: u32 = SAME_SPAN | RAW_TEXT;
 
 const NONE: u32 = u32::MAX;
 
-/// A byte trie over the vocabulary: children of a node sorted by byte, flattened; the root's
-/// children in a direct table.
+/// A byte trie over the vocabulary, numbered breadth-first so that the children of a node are
+/// consecutive nodes (sorted by byte): finding a child reads the node and the children's labels,
+/// no separate edge table. The root's children are in a direct table.
 #[derive(Debug, Clone, Default)]
 struct Trie {
     root: Vec<u32>,
-    /// Per node: first edge, edge count, token id ending here (or NONE), and that token's
+    /// Per node: its first child, child count, token id ending here (or NONE), and that token's
     /// score kept beside it (the best path reads it right after the node: one cache line).
     nodes: Vec<(u32, u32, u32, f64)>,
+    /// Per node: the byte of the edge into it.
     labels: Vec<u8>,
-    targets: Vec<u32>,
 }
 
 impl Trie {
     fn build(tokens: &[(&[u8], u32)], scores: &[(String, f64)]) -> Self {
-        // A pointer trie first, then flattened breadth-first.
+        // A pointer trie first, then renumbered breadth-first.
         let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
         let mut value: Vec<u32> = vec![NONE];
         for &(bytes, id) in tokens {
@@ -64,26 +65,41 @@ impl Trie {
                 value[node] = id;
             }
         }
-        let mut t = Self {
-            root: vec![NONE; 256],
-            nodes: Vec::with_capacity(children.len()),
-            labels: Vec::new(),
-            targets: Vec::new(),
-        };
-        for (node, kids) in children.iter_mut().enumerate() {
+        for kids in &mut children {
             kids.sort_unstable();
-            let score = scores.get(value[node] as usize).map_or(0.0, |p| p.1);
-            t.nodes
-                .push((t.labels.len() as u32, kids.len() as u32, value[node], score));
-            for &(b, c) in kids.iter() {
-                t.labels.push(b);
-                t.targets.push(c);
+        }
+        // order[new] = old; the children of order[k] get the next free numbers.
+        let mut order: Vec<u32> = vec![0];
+        let mut labels: Vec<u8> = vec![0];
+        let mut first: Vec<u32> = Vec::with_capacity(children.len());
+        let mut k = 0;
+        while k < order.len() {
+            let old = order[k] as usize;
+            first.push(order.len() as u32);
+            for &(b, c) in &children[old] {
+                order.push(c);
+                labels.push(b);
             }
+            k += 1;
         }
-        for &(b, c) in &children[0] {
-            t.root[b as usize] = c;
+        let nodes = order
+            .iter()
+            .enumerate()
+            .map(|(new, &old)| {
+                let old = old as usize;
+                let score = scores.get(value[old] as usize).map_or(0.0, |p| p.1);
+                (first[new], children[old].len() as u32, value[old], score)
+            })
+            .collect();
+        let mut root = vec![NONE; 256];
+        for (i, &(b, _)) in children[0].iter().enumerate() {
+            root[b as usize] = 1 + i as u32;
         }
-        t
+        Self {
+            root,
+            nodes,
+            labels,
+        }
     }
 
     #[inline]
@@ -97,14 +113,14 @@ impl Trie {
         if n <= 8 {
             for (i, &l) in labels.iter().enumerate() {
                 if l == b {
-                    return self.targets[first + i];
+                    return (first + i) as u32;
                 }
             }
             NONE
         } else {
             labels
                 .binary_search(&b)
-                .map_or(NONE, |i| self.targets[first + i])
+                .map_or(NONE, |i| (first + i) as u32)
         }
     }
 
