@@ -76,14 +76,14 @@ def _with(js: str, path: list, value) -> str:
 @pytest.mark.parametrize(
     ("path", "value", "needle"),
     [
-        (["model", "type"], "Unigram", 'model "Unigram" at model'),
-        (["normalizer"], {"type": "Precompiled"}, 'normalizer "Precompiled" at normalizer'),
+        (["model", "type"], "Magic", 'model "Magic" at model'),
+        (["normalizer"], {"type": "ByteLevel"}, 'normalizer "ByteLevel" at normalizer'),
         (
             ["pre_tokenizer", "pretokenizers", 0],
-            {"type": "Metaspace", "replacement": "▁"},
-            'pre-tokenizer "Metaspace" at pre_tokenizer.pretokenizers[0]',
+            {"type": "UnicodeScripts"},
+            'pre-tokenizer "UnicodeScripts" at pre_tokenizer.pretokenizers[0]',
         ),
-        (["decoder"], {"type": "CTC"}, 'decoder "CTC" at decoder'),
+        (["decoder"], {"type": "BPEDecoder", "suffix": "</w>"}, 'decoder "BPEDecoder" at decoder'),
         (["post_processor"], {"type": "Magic"}, 'post-processor "Magic" at post_processor'),
         (["model", "dropout"], 0.1, "BPE dropout 0.1"),
     ],

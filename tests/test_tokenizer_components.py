@@ -58,6 +58,23 @@ PRE_TOKENIZERS = {
     "whitespace": {"type": "Whitespace"},
     "whitespace_split": {"type": "WhitespaceSplit"},
     **{f"split{i}": s for i, s in enumerate(SPLITS)},
+    **{
+        f"metaspace_{scheme}_{'split' if split else 'whole'}": {
+            "type": "Metaspace",
+            "replacement": "▁",
+            "prepend_scheme": scheme,
+            "split": split,
+        }
+        for scheme in ("always", "first", "never")
+        for split in (True, False)
+    },
+    "metaspace_legacy_no_prefix": {
+        "type": "Metaspace",
+        "replacement": "_",
+        "add_prefix_space": False,
+        "prepend_scheme": "never",
+    },
+    "metaspace_legacy_prefix": {"type": "Metaspace", "replacement": "▁", "add_prefix_space": True, "split": False},
 }
 
 TEXTS = [
@@ -71,6 +88,7 @@ TEXTS = [
     "",
     "   ",
     "a-b--c---d",
+    "▁already ▁marked▁ text",
 ]
 
 

@@ -67,6 +67,16 @@ class Tokenizer:
         return cls.from_str(Path(path).read_text(encoding="utf-8"))
 
     @classmethod
+    def from_sentencepiece(cls, path: str | os.PathLike[str]) -> Tokenizer:
+        """Load a SentencePiece ``.model`` file (BPE or Unigram) directly: the pipeline that
+        transformers' converter builds from it (``to_str`` gives that tokenizer.json), with
+        ``SentencePieceProcessor.encode``'s ids (no BOS/EOS, as ``encode`` adds none by default).
+        Where HF tokenizers on that tokenizer.json would differ from SentencePiece, SentencePiece's
+        way is taken: Unigram scores summed in float32, and its own normalization for a text the
+        converter's normalizers turn into another string (the charsmap by longest match)."""
+        return cls(_core.Tokenizer.from_sentencepiece(Path(path).read_bytes()))
+
+    @classmethod
     def from_pretrained(cls, identifier: str | os.PathLike[str], *, revision: str | None = None) -> Tokenizer:
         """Load from a local directory holding tokenizer.json, or a model already in the local HF
         cache (``org/name``). Never downloads: a missing model raises FileNotFoundError saying how

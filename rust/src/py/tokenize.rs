@@ -170,6 +170,15 @@ impl PyTokenizer {
         ))
     }
 
+    /// A tokenizer from the bytes of a SentencePiece `.model` file.
+    #[staticmethod]
+    fn from_sentencepiece(py: Python<'_>, model: &[u8]) -> PyResult<Self> {
+        let model = model.to_owned();
+        Ok(Self::new_from(
+            py.detach(|| Tokenizer::from_sentencepiece(&model))?,
+        ))
+    }
+
     /// A tokenizer from the text of a `.tiktoken` file; `pattern` None means cl100k's.
     #[staticmethod]
     #[pyo3(signature = (text, pattern = None, special_tokens = Vec::new()))]

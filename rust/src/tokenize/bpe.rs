@@ -42,6 +42,9 @@ pub struct Scratch {
     /// One cache per model id, the most recently used first.
     caches: Vec<(u64, Cache)>,
     word: Word,
+    /// Unigram's Viterbi table.
+    pub(crate) lattice: Vec<(f64, u32, u32)>,
+    pub(crate) lattice32: Vec<(f32, u32, u32)>,
 }
 
 impl Scratch {
@@ -122,7 +125,45 @@ pub struct Bpe {
     /// yet, 1 yes, 2 no.) A piece that is a vocabulary token whose answer is yes needs no merging:
     /// a memo of BPE's own result, so it is exact even where `ignore_merges` is false.
     reach: std::sync::Arc<[std::sync::atomic::AtomicU8]>,
+    /// SentencePiece vocabularies (see `marker_splits`): a piece may be cut before every `▁`
+    /// that follows another char, and each part merged (and cached) on its own.
+    split_at_marker: bool,
     model_id: u64,
+}
+
+/// Whether no merge can join a symbol that ends in a char other than `▁` with one that starts
+/// with `▁`: then BPE never merges across such a place, so merging the parts between them
+/// separately gives exactly the tokens of merging the whole piece (merges inside a part are
+/// the same, in the same rank order, and none spans two parts). SentencePiece vocabularies
+/// are like that (pieces carry `▁` only in front), and their pieces are whole texts (no
+/// pre-tokenizer splits them), so this turns one long merge into cached word-sized ones.
+/// (Also needed, checked by the caller: no char vanishes, which would make its neighbours
+/// adjacent.)
+fn marker_splits(
+    vocab: &FxHashMap<String, u32>,
+    merges: &[(String, String)],
+    opts: &BpeOptions,
+) -> bool {
+    fn inner_marker(s: &str) -> bool {
+        let mut prev: Option<char> = None;
+        for c in s.chars() {
+            if c == '\u{2581}' && prev.is_some_and(|p| p != '\u{2581}') {
+                return true;
+            }
+            prev = Some(c);
+        }
+        false
+    }
+    opts.continuing_subword_prefix.is_none()
+        && opts.end_of_word_suffix.is_none()
+        && vocab.contains_key("\u{2581}")
+        && !opts
+            .unk_token
+            .as_deref()
+            .is_some_and(|u| u.chars().all(|c| c == '\u{2581}'))
+        && merges
+            .iter()
+            .all(|(a, b)| !inner_marker(&format!("{a}{b}")))
 }
 
 impl Bpe {
@@ -175,6 +216,10 @@ impl Bpe {
                 bytes_vocab.insert(&b, id);
             }
         }
+        // A char that is dropped (no unk, no byte token) would bring its neighbours together.
+        let nothing_vanishes =
+            unk_id.is_some() || (opts.byte_fallback && fallback_ids.iter().all(Option::is_some));
+        let split_at_marker = nothing_vanishes && marker_splits(&vocab, merges, &opts);
         let vocab_r = vocab.iter().map(|(t, &id)| (id, t.clone())).collect();
         let max_id = vocab.values().copied().max().map_or(0, |m| m as usize + 1);
         let reach = (0..max_id)
@@ -190,6 +235,7 @@ impl Bpe {
             bytes_vocab,
             fallback_ids,
             reach,
+            split_at_marker,
             model_id: next_model_id(),
         })
     }
@@ -291,6 +337,31 @@ impl Bpe {
                 return Ok(());
             }
         }
+        if self.split_at_marker {
+            // Cut before each `▁` that follows another char (see `marker_splits`).
+            let bytes = piece.as_bytes();
+            let mut start = 0;
+            let mut at = 0;
+            while let Some(i) = find_marker(&bytes[at..]) {
+                let i = at + i;
+                if i > start && !piece[..i].ends_with('\u{2581}') {
+                    self.merge_chars(&piece[start..i], out, scratch)?;
+                    start = i;
+                }
+                at = i + 3;
+            }
+            return self.merge_chars(&piece[start..], out, scratch);
+        }
+        self.merge_chars(piece, out, scratch)
+    }
+
+    /// HF's `merge_word` on one piece (or part of one), cached.
+    fn merge_chars(
+        &self,
+        piece: &str,
+        out: &mut Vec<(u32, u32)>,
+        scratch: &mut Scratch,
+    ) -> Result<(), TokenizeError> {
         self.cached(piece.as_bytes(), out, scratch, |this, out, word| {
             word.symbols.clear();
             word.pending_unk = None;
@@ -372,6 +443,20 @@ impl Bpe {
     pub fn id_to_token(&self, id: u32) -> Option<&str> {
         self.vocab_r.get(&id).map(String::as_str)
     }
+}
+
+/// The byte position of the first `▁` (E2 96 81) in `b`.
+#[inline]
+fn find_marker(b: &[u8]) -> Option<usize> {
+    let mut from = 0;
+    while let Some(i) = b[from..].iter().position(|&x| x == 0xE2) {
+        let i = from + i;
+        if b.get(i + 1) == Some(&0x96) && b.get(i + 2) == Some(&0x81) {
+            return Some(i);
+        }
+        from = i + 1;
+    }
+    None
 }
 
 #[derive(Clone, Copy)]
@@ -649,6 +734,68 @@ mod tests {
         assert_eq!(s.cached_tokens(2, b"w"), Some(&[(2, 1)][..]));
         assert_eq!(s.cached_tokens(99, b"w"), Some(&[(99, 1)][..]));
         assert_eq!(s.cached_tokens(1, b"w"), None);
+    }
+
+    #[test]
+    fn marker_parts_merge_like_the_whole_piece() {
+        // A SentencePiece-like vocabulary: `▁` only in front of pieces, runs of `▁` allowed.
+        let toks = [
+            "▁", "a", "b", "▁a", "ab", "▁ab", "▁▁", "▁▁a", "ba", "▁b", "<unk>",
+        ];
+        let vocab: FxHashMap<String, u32> = toks
+            .iter()
+            .enumerate()
+            .map(|(i, t)| ((*t).to_string(), i as u32))
+            .collect();
+        let merges: Vec<(String, String)> = [
+            ("▁", "a"),
+            ("a", "b"),
+            ("▁", "▁"),
+            ("▁a", "b"),
+            ("▁▁", "a"),
+            ("b", "a"),
+            ("▁", "b"),
+        ]
+        .iter()
+        .map(|(a, b)| ((*a).to_string(), (*b).to_string()))
+        .collect();
+        let opts = BpeOptions {
+            unk_token: Some("<unk>".into()),
+            fuse_unk: true,
+            ..BpeOptions::default()
+        };
+        let bpe = Bpe::new(vocab.clone(), &merges, opts.clone()).unwrap();
+        assert!(bpe.split_at_marker);
+        // Without unk, "c" vanishes and its neighbours meet: no cutting.
+        assert!(
+            !Bpe::new(vocab.clone(), &merges, BpeOptions::default())
+                .unwrap()
+                .split_at_marker
+        );
+        let mut seed = 11u64;
+        for _ in 0..2000 {
+            let mut s = String::new();
+            for _ in 0..(seed % 23) {
+                seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                s.push(['▁', 'a', 'b', 'c'][(seed >> 33) as usize % 4]);
+            }
+            let (mut parts, mut whole) = (vec![], vec![]);
+            bpe.tokenize_chars(&s, &mut parts, &mut Scratch::default())
+                .unwrap();
+            bpe.merge_chars(&s, &mut whole, &mut Scratch::default())
+                .unwrap();
+            assert_eq!(parts, whole, "{s}");
+        }
+        // A merge across the marker ("a" + "▁b") turns the cutting off.
+        let mut v2 = vocab;
+        v2.insert("a▁b".into(), 99);
+        let mut m2 = merges;
+        m2.push(("a".into(), "▁b".into()));
+        assert!(
+            !Bpe::new(v2, &m2, BpeOptions::default())
+                .unwrap()
+                .split_at_marker
+        );
     }
 
     #[test]

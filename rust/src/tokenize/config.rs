@@ -8,7 +8,8 @@ use super::model::Model;
 use super::normalize::Normalizer;
 use super::pattern::Pattern;
 use super::postprocess::{PostProcessor, SpecialToken, TemplatePiece};
-use super::pretokenize::{Behavior, PreTokenizer};
+use super::pretokenize::{Behavior, PreTokenizer, PrependScheme};
+use super::unigram::Unigram;
 use super::wordlevel::WordLevel;
 use super::wordpiece::WordPiece;
 use super::{Padding, PaddingStrategy, Truncation, TruncationStrategy};
@@ -83,6 +84,40 @@ fn pattern(m: &Map<String, Value>, path: &str) -> R<Pattern> {
     }
 }
 
+/// Metaspace's fields (the pre-tokenizer and the decoder share them in HF): the replacement
+/// char, the prepend scheme (files from before it existed say `add_prefix_space`) and split.
+fn metaspace(m: &Map<String, Value>, path: &str) -> R<(char, PrependScheme, bool)> {
+    let rep = str_at(m, "replacement", path)?;
+    let mut chars = rep.chars();
+    let (Some(replacement), None) = (chars.next(), chars.next()) else {
+        return Err(TokenizeError::invalid(
+            format!("{path}.replacement"),
+            "expected one char",
+        ));
+    };
+    let prepend = match m.get("prepend_scheme").and_then(Value::as_str) {
+        None | Some("always") => PrependScheme::Always,
+        Some("first") => PrependScheme::First,
+        Some("never") => PrependScheme::Never,
+        Some(other) => {
+            return Err(TokenizeError::invalid(
+                format!("{path}.prepend_scheme"),
+                format!("unknown prepend scheme {other:?}"),
+            ))
+        }
+    };
+    // As HF: a missing scheme is "always", and add_prefix_space false must say "never" too.
+    if m.get("add_prefix_space").and_then(Value::as_bool) == Some(false)
+        && prepend != PrependScheme::Never
+    {
+        return Err(TokenizeError::invalid(
+            format!("{path}.add_prefix_space"),
+            "add_prefix_space false does not match prepend_scheme (HF refuses it too)",
+        ));
+    }
+    Ok((replacement, prepend, bool_or(m, "split", true)))
+}
+
 fn behavior(m: &Map<String, Value>, path: &str) -> R<Behavior> {
     Ok(
         match m
@@ -140,6 +175,22 @@ pub fn normalizer(v: &Value, path: &str) -> R<Option<Normalizer>> {
             })
         }
         "StripAccents" => Normalizer::StripAccents,
+        "Precompiled" => {
+            use base64::Engine as _;
+            let p = format!("{path}.precompiled_charsmap");
+            let b64 = str_at(m, "precompiled_charsmap", path)?;
+            // HF writes an empty charsmap as "" (an identity normalizer).
+            if b64.is_empty() {
+                return Ok(None);
+            }
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map_err(|e| TokenizeError::invalid(&p, format!("not base64: {e}")))?;
+            Normalizer::Precompiled(std::sync::Arc::new(
+                super::precompiled::Precompiled::from_bytes(&bytes)
+                    .map_err(|e| TokenizeError::invalid(&p, e))?,
+            ))
+        }
         "Nmt" => Normalizer::Nmt,
         "Sequence" => Normalizer::Sequence(items(m, "normalizers", path, normalizer)?),
         other => {
@@ -186,6 +237,14 @@ pub fn pre_tokenizer(v: &Value, path: &str) -> R<Option<PreTokenizer>> {
             PreTokenizer::CharDelimiterSplit(
                 Pattern::literal(d).map_err(|e| TokenizeError::invalid(path, e))?,
             )
+        }
+        "Metaspace" => {
+            let (replacement, prepend, split) = metaspace(m, path)?;
+            PreTokenizer::Metaspace {
+                replacement,
+                prepend,
+                split,
+            }
         }
         "Sequence" => {
             let items = m
@@ -369,6 +428,18 @@ pub fn decoder(v: &Value, path: &str) -> R<Option<Decoder>> {
             cleanup: bool_or(m, "cleanup", true),
         },
         "ByteFallback" => Decoder::ByteFallback,
+        "Metaspace" => {
+            let (replacement, prepend, _) = metaspace(m, path)?;
+            Decoder::Metaspace {
+                replacement,
+                prepend: prepend != PrependScheme::Never,
+            }
+        }
+        "CTC" => Decoder::Ctc {
+            pad_token: opt_str(m, "pad_token").unwrap_or_else(|| "<pad>".into()),
+            word_delimiter_token: opt_str(m, "word_delimiter_token").unwrap_or_else(|| "|".into()),
+            cleanup: bool_or(m, "cleanup", true),
+        },
         "Sequence" => Decoder::Sequence(items(m, "decoders", path, decoder)?),
         other => {
             return Err(TokenizeError::unsupported(
@@ -421,6 +492,7 @@ pub fn model(v: &Value) -> R<Model> {
             vocab_map(m)?,
             str_at(m, "unk_token", path)?.into(),
         ))),
+        "Unigram" => unigram(m).map(Model::Unigram),
         _ => Err(TokenizeError::unsupported(format!("model {t:?}"), path)),
     }
 }
@@ -465,6 +537,30 @@ fn bpe(m: &Map<String, Value>) -> R<Bpe> {
         ignore_merges: bool_or(m, "ignore_merges", false),
     };
     Bpe::new(vocab, &merges, opts)
+}
+
+fn unigram(m: &Map<String, Value>) -> R<Unigram> {
+    let list = m.get("vocab").and_then(Value::as_array).ok_or_else(|| {
+        TokenizeError::invalid("model.vocab", "expected a list of [token, score]")
+    })?;
+    let mut pieces = Vec::with_capacity(list.len());
+    for (i, item) in list.iter().enumerate() {
+        let bad = || TokenizeError::invalid(format!("model.vocab[{i}]"), "expected [token, score]");
+        let a = item.as_array().filter(|a| a.len() == 2).ok_or_else(bad)?;
+        pieces.push((
+            a[0].as_str().ok_or_else(bad)?.to_owned(),
+            a[1].as_f64().ok_or_else(bad)?,
+        ));
+    }
+    let unk_id = match m.get("unk_id") {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(
+            v.as_u64()
+                .ok_or_else(|| TokenizeError::invalid("model.unk_id", "expected an id"))?
+                as usize,
+        ),
+    };
+    Unigram::new(pieces, unk_id, bool_or(m, "byte_fallback", false))
 }
 
 pub fn added_tokens(v: &Value) -> R<Vec<AddedToken>> {

@@ -20,6 +20,19 @@ pub enum Decoder {
         prefix: String,
         cleanup: bool,
     },
+    /// SentencePiece's marker back to spaces; with a prepend scheme other than never, the first
+    /// token loses its markers (HF drops every one of them there, not just the leading one).
+    Metaspace {
+        replacement: char,
+        prepend: bool,
+    },
+    /// Connectionist temporal classification output: repeats collapsed, pads dropped, the word
+    /// delimiter turned into spaces (after WordPiece-style cleanup) when `cleanup`.
+    Ctc {
+        pad_token: String,
+        word_delimiter_token: String,
+        cleanup: bool,
+    },
     Sequence(Vec<Decoder>),
 }
 
@@ -100,9 +113,58 @@ impl Decoder {
                     }
                 })
                 .collect(),
+            Self::Metaspace {
+                replacement,
+                prepend,
+            } => metaspace(tokens, *replacement, *prepend),
+            Self::Ctc {
+                pad_token,
+                word_delimiter_token,
+                cleanup,
+            } => ctc(tokens, pad_token, word_delimiter_token, *cleanup),
             Self::Sequence(items) => items.iter().fold(tokens, |t, d| d.chain(t)),
         }
     }
+}
+
+fn metaspace(tokens: Vec<String>, replacement: char, prepend: bool) -> Vec<String> {
+    tokens
+        .into_iter()
+        .enumerate()
+        .map(|(i, t)| {
+            t.chars()
+                .filter_map(|c| {
+                    if c != replacement {
+                        Some(c)
+                    } else if i == 0 && prepend {
+                        None
+                    } else {
+                        Some(' ')
+                    }
+                })
+                .collect()
+        })
+        .collect()
+}
+
+fn ctc(tokens: Vec<String>, pad: &str, delimiter: &str, cleanup: bool) -> Vec<String> {
+    let mut out: Vec<String> = Vec::with_capacity(tokens.len());
+    let mut prev: Option<String> = None;
+    for t in tokens {
+        // Repeats collapse before anything else (HF's `dedup`).
+        if prev.as_ref() == Some(&t) {
+            continue;
+        }
+        let mut s = t.replace(pad, "");
+        if cleanup {
+            s = super::wordpiece::cleanup(&s).replace(delimiter, " ");
+        }
+        if !s.is_empty() {
+            out.push(s);
+        }
+        prev = Some(t);
+    }
+    out
 }
 
 fn byte_fallback(tokens: Vec<String>) -> Vec<String> {
@@ -162,6 +224,30 @@ mod tests {
             "€a"
         );
         assert_eq!(f.decode(vec!["<0xE2>".into(), "b".into()]), "\u{FFFD}b");
+    }
+
+    #[test]
+    fn metaspace_and_ctc() {
+        let m = Decoder::Metaspace {
+            replacement: '▁',
+            prepend: true,
+        };
+        let t = || vec!["▁▁a▁b".to_string(), "▁c".into(), "x▁".into()];
+        assert_eq!(m.decode(t()), "ab cx ");
+        let never = Decoder::Metaspace {
+            replacement: '▁',
+            prepend: false,
+        };
+        assert_eq!(never.decode(t()), "  a b cx ");
+        let ctc = Decoder::Ctc {
+            pad_token: "<pad>".into(),
+            word_delimiter_token: "|".into(),
+            cleanup: true,
+        };
+        let ids = [
+            "<pad>", "h", "h", "e", "<pad>", "l", "l", "<pad>", "l", "o", "|", "w",
+        ];
+        assert_eq!(ctc.decode(ids.map(String::from).to_vec()), "hello w");
     }
 
     #[test]

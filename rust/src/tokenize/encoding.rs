@@ -129,17 +129,23 @@ impl Encoding {
         self.type_ids = vec![type_id; self.len()];
     }
 
-    /// The input sequence of each token (`None` for special and padding tokens).
+    /// The input sequence of each token (`None` for special and padding tokens), as HF computes
+    /// it: for each sequence id below `n_sequences`, its recorded range, or the whole encoding
+    /// when that id has none (so an overflowing window that only records the pair's range reads
+    /// as sequence 0 throughout, as in HF).
     #[must_use]
     pub fn sequence_ids(&self) -> Vec<Option<u32>> {
-        // HF: without recorded ranges the whole encoding is sequence 0.
-        if self.sequence_ranges.is_empty() {
-            return vec![Some(0); self.len()];
-        }
         let mut out = vec![None; self.len()];
-        for (seq, r) in &self.sequence_ranges {
-            for slot in &mut out[r.clone()] {
-                *slot = Some(*seq as u32);
+        for seq in 0..self.n_sequences() {
+            // HF keeps the ranges in a map: a later entry for an id replaces an earlier one.
+            let r = self
+                .sequence_ranges
+                .iter()
+                .rev()
+                .find(|(s, _)| *s == seq)
+                .map_or(0..self.len(), |(_, r)| r.clone());
+            for slot in &mut out[r] {
+                *slot = Some(seq as u32);
             }
         }
         out
@@ -150,7 +156,10 @@ impl Encoding {
         if self.sequence_ranges.is_empty() {
             1
         } else {
-            self.sequence_ranges.len()
+            let mut ids: Vec<usize> = self.sequence_ranges.iter().map(|r| r.0).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            ids.len()
         }
     }
 

@@ -16,8 +16,12 @@ pub mod model;
 pub mod normalize;
 pub mod pattern;
 pub mod postprocess;
+pub mod precompiled;
 pub mod pretokenize;
+pub mod sentencepiece;
+pub mod spm_normalize;
 pub mod tiktoken;
+pub mod unigram;
 pub mod wordlevel;
 pub mod wordpiece;
 
@@ -139,6 +143,21 @@ impl Tokenizer {
         })
     }
 
+    /// A tokenizer from the bytes of a SentencePiece `.model` file: the pipeline transformers'
+    /// converter builds from it (see `sentencepiece`).
+    pub fn from_sentencepiece(bytes: &[u8]) -> Result<Self, TokenizeError> {
+        let mut tok = Self::from_json(sentencepiece::tokenizer_json(bytes)?)?;
+        if let Model::Unigram(u) = &mut tok.model {
+            // SentencePiece's own float32 sums, so that near-ties fall its way.
+            u.float32 = true;
+        }
+        // SentencePiece's own normalization where the converter's differs (see spm_normalize).
+        let mut sp = sentencepiece::normalizer(bytes)?;
+        sp.converter = tok.normalizer.take().map(Box::new);
+        tok.normalizer = Some(Normalizer::SentencePiece(std::sync::Arc::new(sp)));
+        Ok(tok)
+    }
+
     /// The tokenizer.json text, with the current padding, truncation and added tokens.
     #[must_use]
     pub fn to_json(
@@ -194,7 +213,7 @@ impl Tokenizer {
     /// model's size plus the added tokens not in the model).
     #[must_use]
     pub fn vocab_size(&self, with_added: bool) -> usize {
-        let base = self.model.vocab().len();
+        let base = self.model.vocab_len();
         if !with_added {
             return base;
         }
@@ -221,8 +240,8 @@ impl Tokenizer {
             .iter()
             .map(|t| t.id)
             .max()
-            .map_or(self.model.vocab().len() as u32, |m| {
-                (m + 1).max(self.model.vocab().len() as u32)
+            .map_or(self.model.vocab_len() as u32, |m| {
+                (m + 1).max(self.model.vocab_len() as u32)
             });
         let mut added = 0;
         for mut t in tokens {
@@ -496,13 +515,18 @@ impl Tokenizer {
                     self.model_tokens(&sources, *p, &mut tokens, scratch)?;
                     let mut at = 0usize;
                     for &(tid, len) in &tokens {
+                        let span = (len & !unigram::FLAGS) as usize;
                         let o = if offsets == Offsets::None {
                             (0, 0)
                         } else {
-                            conv.convert(sources.original(*p, at, at + len as usize))
+                            conv.convert(sources.original(*p, at, at + span))
                         };
-                        at += len as usize;
-                        enc.push(tid, None, o, Some(word.unwrap_or(word_idx)), type_id);
+                        let value = (len & unigram::RAW_TEXT != 0)
+                            .then(|| &sources.text(*p)[at..at + span]);
+                        if len & unigram::SAME_SPAN == 0 {
+                            at += span;
+                        }
+                        enc.push(tid, value, o, Some(word.unwrap_or(word_idx)), type_id);
                     }
                     word_idx += 1;
                 }

@@ -1,6 +1,7 @@
 //! The model step: one pre-tokenized piece to `(id, byte length)` tokens, for each model family.
 use super::bpe::{Bpe, Scratch};
 use super::bytelevel::BYTE_CHAR;
+use super::unigram::{Unigram, FLAGS, SAME_SPAN};
 use super::wordlevel::WordLevel;
 use super::wordpiece::WordPiece;
 use crate::error::TokenizeError;
@@ -14,6 +15,7 @@ pub enum Model {
     Bpe(Bpe),
     WordPiece(WordPiece),
     WordLevel(WordLevel),
+    Unigram(Unigram),
 }
 
 impl Model {
@@ -23,6 +25,17 @@ impl Model {
             Self::Bpe(m) => &m.vocab,
             Self::WordPiece(m) => &m.vocab,
             Self::WordLevel(m) => &m.vocab,
+            Self::Unigram(m) => &m.vocab,
+        }
+    }
+
+    /// The model's vocabulary size (HF's `get_vocab_size`: a Unigram counts a token listed twice
+    /// twice).
+    #[must_use]
+    pub fn vocab_len(&self) -> usize {
+        match self {
+            Self::Unigram(m) => m.pieces.len(),
+            _ => self.vocab().len(),
         }
     }
 
@@ -32,6 +45,7 @@ impl Model {
             Self::Bpe(m) => m.token_to_id(token),
             Self::WordPiece(m) => m.token_to_id(token),
             Self::WordLevel(m) => m.token_to_id(token),
+            Self::Unigram(m) => m.token_to_id(token),
         }
     }
 
@@ -41,6 +55,7 @@ impl Model {
             Self::Bpe(m) => m.id_to_token(id),
             Self::WordPiece(m) => m.id_to_token(id),
             Self::WordLevel(m) => m.id_to_token(id),
+            Self::Unigram(m) => m.id_to_token(id),
         }
     }
 
@@ -60,8 +75,17 @@ impl Model {
             Self::WordPiece(m) => m.tokenize_cached(piece, out, scratch),
             Self::WordLevel(m) if byte_level => byte_chars(piece, out, |s, o| m.tokenize(s, o)),
             Self::WordLevel(m) => m.tokenize(piece, out),
+            Self::Unigram(m) if byte_level => byte_chars(piece, out, |s, o| {
+                with_fresh_scratch(|sc| m.tokenize(s, o, sc))
+            }),
+            Self::Unigram(m) => m.tokenize(piece, out, scratch),
         }
     }
+}
+
+#[cold]
+fn with_fresh_scratch<R>(f: impl FnOnce(&mut Scratch) -> R) -> R {
+    f(&mut Scratch::default())
 }
 
 /// A word model behind a ByteLevel pre-tokenizer sees the byte-level string (one char per byte
@@ -78,9 +102,13 @@ fn byte_chars(
     tokenize(&mapped, out)?;
     let mut at = 0usize;
     for t in &mut out[start..] {
-        let n = mapped[at..at + t.1 as usize].chars().count();
-        at += t.1 as usize;
-        t.1 = n as u32;
+        let flag = t.1 & FLAGS;
+        let span = (t.1 & !FLAGS) as usize;
+        let n = mapped[at..at + span].chars().count();
+        if flag & SAME_SPAN == 0 {
+            at += span;
+        }
+        t.1 = n as u32 | flag;
     }
     Ok(())
 }

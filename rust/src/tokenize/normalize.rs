@@ -113,12 +113,21 @@ pub enum Normalizer {
     Nfkc,
     Nfkd,
     Lowercase,
-    Strip { left: bool, right: bool },
-    Replace { pattern: Pattern, content: String },
+    Strip {
+        left: bool,
+        right: bool,
+    },
+    Replace {
+        pattern: Pattern,
+        content: String,
+    },
     Prepend(String),
     Bert(super::bert::BertNormalizer),
     StripAccents,
     Nmt,
+    Precompiled(std::sync::Arc<super::precompiled::Precompiled>),
+    /// Models loaded from a `.model` file (see `spm_normalize`).
+    SentencePiece(std::sync::Arc<super::spm_normalize::SentencePieceNormalizer>),
     Sequence(Vec<Normalizer>),
 }
 
@@ -154,6 +163,8 @@ impl Normalizer {
             Self::Bert(b) => b.apply(n),
             Self::StripAccents => super::bert::strip_accents(n),
             Self::Nmt => super::bert::nmt(n),
+            Self::Precompiled(p) => p.apply(n),
+            Self::SentencePiece(p) => p.apply(n),
             Self::Sequence(items) => {
                 let mut cur: Option<Normalized> = None;
                 for item in items {
@@ -221,6 +232,25 @@ fn strip(n: &Normalized, left: bool, right: bool) -> Option<Normalized> {
         .map(|(_, c)| (c, 0))
         .collect();
     Some(n.transform(dest, leading))
+}
+
+/// Every `from` char replaced by `to` (HF's `NormalizedString::replace` with a char pattern): the
+/// new chars take the range of the char they replace.
+#[must_use]
+pub fn replace_char(n: &Normalized, from: char, to: &str) -> Normalized {
+    let mut text = String::with_capacity(n.text.len() + to.len() * 4);
+    let mut align = Vec::with_capacity(n.align.len() + to.len() * 4);
+    for (i, c) in n.text.char_indices() {
+        let w = c.len_utf8();
+        if c == from {
+            text.push_str(to);
+            align.extend(std::iter::repeat_n(n.align[i + w - 1], to.len()));
+        } else {
+            text.push(c);
+            align.extend_from_slice(&n.align[i..i + w]);
+        }
+    }
+    Normalized { text, align }
 }
 
 fn replace(n: &Normalized, pattern: &Pattern, content: &str) -> Option<Normalized> {

@@ -19,6 +19,16 @@ pub enum Pattern {
     Char(fn(char) -> bool),
     /// Never matches (HF's empty literal).
     Nothing,
+    /// A literal string (what an escaped regex matches: leftmost, non-overlapping), found by a
+    /// substring search instead of the regex engine.
+    Literal(Arc<str>),
+    /// `\A` followed by literal text: one match at the start at most (SentencePiece's dummy
+    /// prefix rule `\A▁`).
+    Prefix(Arc<str>),
+    /// ` {n,}`: every run of at least `n` spaces (SentencePiece's extra whitespace rule).
+    SpaceRuns(usize),
+    /// `\A +| +\z`: the leading and the trailing run of spaces.
+    EdgeSpaces,
     /// A well-known regex run by a hand-written matcher (see `fastsplit`); the Oniguruma regex is
     /// kept for serialization and as the reference in tests.
     Known(super::fastsplit::Known, Arc<str>),
@@ -31,6 +41,10 @@ impl fmt::Debug for Pattern {
             Self::Rust(re) => write!(f, "Rust({:?})", re.as_str()),
             Self::Char(_) => write!(f, "Char(..)"),
             Self::Nothing => write!(f, "Nothing"),
+            Self::Literal(s) => write!(f, "Literal({s:?})"),
+            Self::Prefix(s) => write!(f, "Prefix({s:?})"),
+            Self::SpaceRuns(n) => write!(f, "SpaceRuns({n})"),
+            Self::EdgeSpaces => write!(f, "EdgeSpaces"),
             Self::Known(k, src) => write!(f, "Known({k:?}, {src:?})"),
         }
     }
@@ -40,6 +54,18 @@ impl Pattern {
     pub fn regex(src: &str) -> Result<Self, String> {
         if let Some(k) = super::fastsplit::Known::recognize(src) {
             return Ok(Self::Known(k, src.into()));
+        }
+        // The SentencePiece converter's regexes, matched by hand (same matches as Oniguruma's;
+        // `tests::hand_matchers_equal_oniguruma` compares them).
+        match src {
+            r"\A +| +\z" => return Ok(Self::EdgeSpaces),
+            " {2,}" => return Ok(Self::SpaceRuns(2)),
+            _ => {}
+        }
+        if let Some(rest) = src.strip_prefix(r"\A") {
+            if !rest.is_empty() && !rest.contains(|c: char| r"\.^$|?*+()[]{}".contains(c)) {
+                return Ok(Self::Prefix(rest.into()));
+            }
         }
         onig::Regex::new(src)
             .map(|re| Self::Onig(Arc::new(re), src.into()))
@@ -51,7 +77,7 @@ impl Pattern {
         if s.is_empty() {
             return Ok(Self::Nothing);
         }
-        Self::regex(&regex::escape(s))
+        Ok(Self::Literal(s.into()))
     }
 
     #[must_use]
@@ -87,6 +113,43 @@ impl Pattern {
                 }
             }
             Self::Nothing => {}
+            Self::Literal(lit) => {
+                for (s, m) in inside.match_indices(&**lit) {
+                    push(s, s + m.len(), &mut out);
+                }
+            }
+            Self::Prefix(lit) => {
+                if inside.starts_with(&**lit) {
+                    push(0, lit.len(), &mut out);
+                }
+            }
+            Self::SpaceRuns(min) => {
+                let b = inside.as_bytes();
+                let mut i = 0;
+                while i < b.len() {
+                    if b[i] == b' ' {
+                        let start = i;
+                        while i < b.len() && b[i] == b' ' {
+                            i += 1;
+                        }
+                        if i - start >= *min {
+                            push(start, i, &mut out);
+                        }
+                    } else {
+                        i += 1;
+                    }
+                }
+            }
+            Self::EdgeSpaces => {
+                let lead = inside.len() - inside.trim_start_matches(' ').len();
+                let trail = inside.trim_end_matches(' ').len();
+                if lead > 0 {
+                    push(0, lead, &mut out);
+                }
+                if trail > lead && trail < inside.len() {
+                    push(trail, inside.len(), &mut out);
+                }
+            }
             Self::Known(k, _) => {
                 let mut m = Vec::new();
                 k.find_iter(inside, &mut m);
@@ -105,6 +168,43 @@ impl Pattern {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hand_matchers_equal_oniguruma() {
+        let texts = [
+            "",
+            " ",
+            "  ",
+            "a",
+            " a",
+            "  a  ",
+            "a b  c   d ",
+            "▁a",
+            "a▁",
+            "▁▁x",
+            "   ",
+            "x  ",
+            "\u{3000} a",
+        ];
+        for src in [r"\A +| +\z", " {2,}", r"\A▁", r"\Aab"] {
+            let hand = Pattern::regex(src).unwrap();
+            assert!(!matches!(hand, Pattern::Onig(..)), "{src}");
+            let onig = Pattern::Onig(Arc::new(onig::Regex::new(src).unwrap()), src.into());
+            for t in texts {
+                assert_eq!(hand.find_matches(t), onig.find_matches(t), "{src} on {t:?}");
+            }
+        }
+        for lit in [" ", "▁", "ab", "aa", "-"] {
+            let onig = Pattern::regex(&regex::escape(lit)).unwrap();
+            for t in ["aaa", "a b-c▁d", "abab aa", "", "▁▁"] {
+                assert_eq!(
+                    Pattern::literal(lit).unwrap().find_matches(t),
+                    onig.find_matches(t),
+                    "{lit:?} on {t:?}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn covers_the_input() {

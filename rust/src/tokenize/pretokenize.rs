@@ -38,7 +38,23 @@ pub enum PreTokenizer {
     WhitespaceSplit,
     Bert,
     CharDelimiterSplit(Pattern),
+    /// SentencePiece's whitespace marking: spaces become `replacement`, one is put in front
+    /// (per `prepend`), and with `split` each piece is cut before every replacement char.
+    Metaspace {
+        replacement: char,
+        prepend: PrependScheme,
+        split: bool,
+    },
     Sequence(Vec<PreTokenizer>),
+}
+
+/// When Metaspace puts a replacement char in front of a piece that does not start with one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PrependScheme {
+    Always,
+    /// Only the piece that starts the input (not one after an added token).
+    First,
+    Never,
 }
 
 static WHITESPACE: LazyLock<Pattern> = LazyLock::new(|| {
@@ -144,6 +160,24 @@ impl<'a> Sources<'a> {
                 src.origin + src.norm.align[e - 1].1 as usize,
             )
         }
+    }
+
+    /// The input byte where piece `p` starts (HF's `offsets_original().0`).
+    #[must_use]
+    pub fn original_start(&self, p: Piece) -> usize {
+        if p.src == 0 {
+            return p.start as usize;
+        }
+        let src = &self.norm[p.src as usize - 1];
+        if src.bytewise {
+            return src.origin + p.start as usize;
+        }
+        src.origin
+            + src
+                .norm
+                .align
+                .get(p.start as usize)
+                .map_or(0, |a| a.0 as usize)
     }
 
     /// The piece as a normalized text with input-relative alignments (for prepending).
@@ -328,7 +362,72 @@ impl PreTokenizer {
                 |t| delimiter.find_matches(t),
                 Behavior::Removed,
             ),
+            Self::Metaspace {
+                replacement,
+                prepend,
+                split,
+            } => metaspace(sources, pieces, *replacement, *prepend, *split),
         }
+    }
+}
+
+/// HF's Metaspace on every piece: spaces replaced, the prefix added, then the optional split
+/// (MergedWithNext on the replacement char). A piece with no space and no prefix to add keeps
+/// pointing into its source (no copy, no alignments).
+fn metaspace(
+    sources: &mut Sources<'_>,
+    pieces: &mut Vec<Piece>,
+    replacement: char,
+    prepend: PrependScheme,
+    split: bool,
+) {
+    let mut rep_buf = [0u8; 4];
+    let rep: &str = replacement.encode_utf8(&mut rep_buf);
+    for p in pieces.iter_mut() {
+        let text = sources.text(*p);
+        let has_space = text.contains(' ');
+        // Whether the text starts with the replacement once spaces are replaced.
+        let starts = text.starts_with(' ') || text.starts_with(replacement);
+        let add_prefix = !starts
+            && match prepend {
+                PrependScheme::Always => true,
+                // HF asks whether the piece's original offset is 0: the start of the input.
+                PrependScheme::First => sources.original_start(*p) == 0,
+                PrependScheme::Never => false,
+            };
+        if !has_space && !add_prefix {
+            continue;
+        }
+        let (origin, mut n) = sources.normalized(*p);
+        if has_space {
+            n = super::normalize::replace_char(&n, ' ', rep);
+        }
+        if add_prefix {
+            n = n.prepend(rep);
+        }
+        *p = sources.add(origin, n);
+    }
+    if split {
+        split_pieces(
+            sources,
+            pieces,
+            |t| {
+                let mut m: Slices = Vec::new();
+                let mut last = 0;
+                for (i, c) in t.char_indices().filter(|&(_, c)| c == replacement) {
+                    if i > last {
+                        m.push(((last, i), false));
+                    }
+                    last = i + c.len_utf8();
+                    m.push(((i, last), true));
+                }
+                if last < t.len() {
+                    m.push(((last, t.len()), false));
+                }
+                m
+            },
+            Behavior::MergedWithNext,
+        );
     }
 }
 

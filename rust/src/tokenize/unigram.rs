@@ -1,0 +1,444 @@
+//! The Unigram model: the best segmentation of a piece by Viterbi over the vocabulary's scores,
+//! computed exactly as HF tokenizers' `Unigram::encode_optimized` does (itself SentencePiece's
+//! `EncodeOptimized`), so that ties and unknown runs come out the same:
+//!
+//! - positions are visited left to right; at each, the vocabulary tokens that start there are
+//!   tried shortest first, and a candidate replaces the best path to its end only if its score
+//!   is strictly higher (the first one found wins ties);
+//! - a char that no single-char token covers also gets an unknown candidate scoring
+//!   `min_score - 10`;
+//! - on the way back, runs of unknown tokens are fused into one string, which is then looked up
+//!   in the vocabulary again, byte-fallen-back (`<0xAB>` tokens, all spanning the whole run, as HF
+//!   gives them) or made the unk id.
+use super::bpe::{next_model_id, Scratch};
+use crate::error::TokenizeError;
+use rustc_hash::FxHashMap;
+
+/// SentencePiece's penalty of the unknown token below the lowest score.
+const UNK_PENALTY: f64 = 10.0;
+
+/// Set in a token's length: the token spans the same input bytes as the one after it (the
+/// offsets of byte-fallback tokens of one unknown run all cover the run, as in HF).
+pub const SAME_SPAN: u32 = 1 << 31;
+
+/// Set in a token's length: the token's string is the input text it spans, not its vocabulary
+/// entry (HF names an unknown token by the text it stands for).
+pub const RAW_TEXT: u32 = 1 << 30;
+
+/// The flags a token length may carry.
+pub const FLAGS: u32 = SAME_SPAN | RAW_TEXT;
+
+const NONE: u32 = u32::MAX;
+
+/// A byte trie over the vocabulary, numbered breadth-first so that the children of a node are
+/// consecutive nodes (sorted by byte): finding a child reads the node and the children's labels,
+/// no separate edge table. The root's children are in a direct table.
+#[derive(Debug, Clone, Default)]
+struct Trie {
+    root: Vec<u32>,
+    /// Per node: its first child, child count, token id ending here (or NONE), and that token's
+    /// score kept beside it (the best path reads it right after the node: one cache line).
+    nodes: Vec<(u32, u32, u32, f64)>,
+    /// Per node: the byte of the edge into it.
+    labels: Vec<u8>,
+}
+
+impl Trie {
+    fn build(tokens: &[(&[u8], u32)], scores: &[(String, f64)]) -> Self {
+        // A pointer trie first, then renumbered breadth-first.
+        let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
+        let mut value: Vec<u32> = vec![NONE];
+        for &(bytes, id) in tokens {
+            let mut node = 0usize;
+            for &b in bytes {
+                node = if let Some(&(_, c)) = children[node].iter().find(|e| e.0 == b) {
+                    c as usize
+                } else {
+                    let c = children.len();
+                    children.push(Vec::new());
+                    value.push(NONE);
+                    children[node].push((b, c as u32));
+                    c
+                };
+            }
+            if !bytes.is_empty() {
+                value[node] = id;
+            }
+        }
+        for kids in &mut children {
+            kids.sort_unstable();
+        }
+        // order[new] = old; the children of order[k] get the next free numbers.
+        let mut order: Vec<u32> = vec![0];
+        let mut labels: Vec<u8> = vec![0];
+        let mut first: Vec<u32> = Vec::with_capacity(children.len());
+        let mut k = 0;
+        while k < order.len() {
+            let old = order[k] as usize;
+            first.push(order.len() as u32);
+            for &(b, c) in &children[old] {
+                order.push(c);
+                labels.push(b);
+            }
+            k += 1;
+        }
+        let nodes = order
+            .iter()
+            .enumerate()
+            .map(|(new, &old)| {
+                let old = old as usize;
+                let score = scores.get(value[old] as usize).map_or(0.0, |p| p.1);
+                (first[new], children[old].len() as u32, value[old], score)
+            })
+            .collect();
+        let mut root = vec![NONE; 256];
+        for (i, &(b, _)) in children[0].iter().enumerate() {
+            root[b as usize] = 1 + i as u32;
+        }
+        Self {
+            root,
+            nodes,
+            labels,
+        }
+    }
+
+    #[inline]
+    fn child(&self, node: u32, b: u8) -> u32 {
+        if node == 0 {
+            return self.root[b as usize];
+        }
+        let (first, n, _, _) = self.nodes[node as usize];
+        let (first, n) = (first as usize, n as usize);
+        let labels = &self.labels[first..first + n];
+        if n <= 8 {
+            for (i, &l) in labels.iter().enumerate() {
+                if l == b {
+                    return (first + i) as u32;
+                }
+            }
+            NONE
+        } else {
+            labels
+                .binary_search(&b)
+                .map_or(NONE, |i| (first + i) as u32)
+        }
+    }
+
+    /// Calls `f(length, id, score)` for every token that is a prefix of `bytes`, shortest first.
+    #[inline]
+    fn prefixes(&self, bytes: &[u8], mut f: impl FnMut(usize, u32, f64)) {
+        let mut node = 0u32;
+        for (i, &b) in bytes.iter().enumerate() {
+            node = self.child(node, b);
+            if node == NONE {
+                return;
+            }
+            let (_, _, id, score) = self.nodes[node as usize];
+            if id != NONE {
+                f(i + 1, id, score);
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Unigram {
+    /// Token -> id; for a token listed twice, the last id (HF's `token_to_ids`).
+    pub vocab: FxHashMap<String, u32>,
+    pub pieces: Vec<(String, f64)>,
+    pub unk_id: Option<u32>,
+    pub byte_fallback: bool,
+    /// Sum the scores in float32, as SentencePiece's own Viterbi does (set for models loaded from
+    /// a `.model` file; HF sums float64, which can break near-ties the other way).
+    pub float32: bool,
+    min_score: f64,
+    trie: Trie,
+    fallback_ids: [Option<u32>; 256],
+    model_id: u64,
+}
+
+impl Unigram {
+    pub fn new(
+        pieces: Vec<(String, f64)>,
+        unk_id: Option<usize>,
+        byte_fallback: bool,
+    ) -> Result<Self, TokenizeError> {
+        if let Some(u) = unk_id {
+            if pieces.is_empty() {
+                return Err(TokenizeError::invalid(
+                    "model.vocab",
+                    "a Unigram model with unk_id needs a vocabulary",
+                ));
+            }
+            if u >= pieces.len() {
+                return Err(TokenizeError::invalid(
+                    "model.unk_id",
+                    format!("unk_id {u} is not in the vocabulary of {}", pieces.len()),
+                ));
+            }
+        }
+        let mut vocab = FxHashMap::with_capacity_and_hasher(pieces.len(), Default::default());
+        let mut min_score = f64::INFINITY;
+        for (id, (t, score)) in pieces.iter().enumerate() {
+            vocab.insert(t.clone(), id as u32);
+            if *score < min_score {
+                min_score = *score;
+            }
+        }
+        let tokens: Vec<(&[u8], u32)> = vocab.iter().map(|(t, &id)| (t.as_bytes(), id)).collect();
+        let trie = Trie::build(&tokens, &pieces);
+        let mut fallback_ids = [None; 256];
+        for (b, slot) in fallback_ids.iter_mut().enumerate() {
+            *slot = vocab.get(format!("<0x{b:02X}>").as_str()).copied();
+        }
+        Ok(Self {
+            vocab,
+            pieces,
+            unk_id: unk_id.map(|u| u as u32),
+            byte_fallback,
+            float32: false,
+            min_score,
+            trie,
+            fallback_ids,
+            model_id: next_model_id(),
+        })
+    }
+
+    #[must_use]
+    pub fn token_to_id(&self, token: &str) -> Option<u32> {
+        self.vocab.get(token).copied()
+    }
+
+    #[must_use]
+    pub fn id_to_token(&self, id: u32) -> Option<&str> {
+        self.pieces.get(id as usize).map(|p| p.0.as_str())
+    }
+
+    /// Tokens of one piece as `(id, byte length)` (see `SAME_SPAN`), cached per thread.
+    pub fn tokenize(
+        &self,
+        piece: &str,
+        out: &mut Vec<(u32, u32)>,
+        scratch: &mut Scratch,
+    ) -> Result<(), TokenizeError> {
+        if piece.is_empty() {
+            return Ok(());
+        }
+        if let Some(hit) = scratch.cached_tokens(self.model_id, piece.as_bytes()) {
+            out.extend_from_slice(hit);
+            return Ok(());
+        }
+        let start = out.len();
+        if self.float32 {
+            self.encode::<f32>(piece, out, &mut scratch.lattice32)?;
+        } else {
+            self.encode::<f64>(piece, out, &mut scratch.lattice)?;
+        }
+        scratch.cache_tokens(self.model_id, piece.as_bytes(), &out[start..]);
+        Ok(())
+    }
+
+    fn encode<F: Score>(
+        &self,
+        s: &str,
+        out: &mut Vec<(u32, u32)>,
+        best: &mut Vec<(F, u32, u32)>,
+    ) -> Result<(), TokenizeError> {
+        let bytes = s.as_bytes();
+        let size = bytes.len();
+        let unk_score = F::from_f64(self.min_score) - F::from_f64(UNK_PENALTY);
+        // Per end position: (best path score, start of its last token or NONE, that token's id).
+        best.clear();
+        best.resize(size + 1, (F::default(), NONE, 0));
+        let mut at = 0usize;
+        let mut frontier = 0usize;
+        while at < size {
+            let mut here = best[at].0;
+            if let Some(limit) = F::RESET {
+                // SentencePiece re-centres the float32 sums once they pass +-1e5 (to keep their
+                // precision): every node from here to the furthest one reached moves by the
+                // same offset.
+                if here < F::default() - limit || here > limit {
+                    for (i, node) in best
+                        .iter_mut()
+                        .enumerate()
+                        .take(frontier.max(at) + 1)
+                        .skip(at)
+                    {
+                        if i == at || node.1 != NONE {
+                            node.0 = node.0 - here;
+                        }
+                    }
+                    here = F::default();
+                }
+            }
+            let mblen = utf8_len(bytes[at]);
+            let mut single = false;
+            self.trie.prefixes(&bytes[at..], |len, id, score| {
+                frontier = frontier.max(at + len);
+                let cand = F::from_f64(score) + here;
+                let target = &mut best[at + len];
+                if target.1 == NONE || cand > target.0 {
+                    *target = (cand, at as u32, id);
+                }
+                single |= len == mblen;
+            });
+            if !single {
+                let Some(unk) = self.unk_id else {
+                    return Err(TokenizeError::Encode(
+                        "Unigram: a char is not in the vocabulary and the model has no unk_id"
+                            .into(),
+                    ));
+                };
+                frontier = frontier.max(at + mblen);
+                let cand = unk_score + here;
+                let target = &mut best[at + mblen];
+                if target.1 == NONE || cand > target.0 {
+                    *target = (cand, at as u32, unk);
+                }
+            }
+            at += mblen;
+        }
+        // Back from the end: (start, end, id or NONE for a fused unknown run), reversed.
+        let first = out.len();
+        let mut end = size;
+        let mut run_end: Option<usize> = None;
+        let mut spans: Vec<(usize, usize, u32)> = Vec::new();
+        while end > 0 {
+            let (_, start, id) = best[end];
+            let start = start as usize;
+            if self.unk_id == Some(id) {
+                run_end.get_or_insert(end);
+            } else {
+                if let Some(e) = run_end.take() {
+                    spans.push((end, e, NONE));
+                }
+                spans.push((start, end, id));
+            }
+            end = start;
+        }
+        if let Some(e) = run_end.take() {
+            spans.push((0, e, NONE));
+        }
+        for &(a, b, id) in spans.iter().rev() {
+            let len = (b - a) as u32;
+            if id != NONE {
+                out.push((id, len));
+                continue;
+            }
+            self.unknown(&s[a..b], len, out)?;
+        }
+        debug_assert!(out[first..].iter().all(|t| t.1 & !FLAGS > 0));
+        Ok(())
+    }
+
+    /// A fused unknown run: its own id if the run is a token, else its bytes' fallback tokens
+    /// (each spanning the run), else unk.
+    fn unknown(&self, run: &str, len: u32, out: &mut Vec<(u32, u32)>) -> Result<(), TokenizeError> {
+        if let Some(&id) = self.vocab.get(run) {
+            out.push((id, len));
+            return Ok(());
+        }
+        if self.byte_fallback {
+            let ids: Option<Vec<u32>> =
+                run.bytes().map(|b| self.fallback_ids[b as usize]).collect();
+            if let Some(ids) = ids {
+                let n = ids.len();
+                for (i, id) in ids.into_iter().enumerate() {
+                    out.push((id, if i + 1 < n { len | SAME_SPAN } else { len }));
+                }
+                return Ok(());
+            }
+        }
+        match self.unk_id {
+            Some(u) => {
+                out.push((u, len | RAW_TEXT));
+                Ok(())
+            }
+            None => Err(TokenizeError::Encode(
+                "Unigram: an unknown run and the model has no unk_id".into(),
+            )),
+        }
+    }
+}
+
+/// The arithmetic of the best path: f64 (HF) or f32 (SentencePiece).
+trait Score:
+    Copy + Default + PartialOrd + std::ops::Add<Output = Self> + std::ops::Sub<Output = Self>
+{
+    /// The magnitude past which the running sum is re-centred (SentencePiece's float32 path).
+    const RESET: Option<Self>;
+    fn from_f64(x: f64) -> Self;
+}
+
+impl Score for f64 {
+    const RESET: Option<Self> = None;
+    #[inline]
+    fn from_f64(x: f64) -> Self {
+        x
+    }
+}
+
+impl Score for f32 {
+    const RESET: Option<Self> = Some(100_000.0);
+    #[inline]
+    fn from_f64(x: f64) -> Self {
+        x as f32
+    }
+}
+
+#[inline]
+fn utf8_len(b: u8) -> usize {
+    match b {
+        0..=0x7F => 1,
+        0xC0..=0xDF => 2,
+        0xE0..=0xEF => 3,
+        _ => 4,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn model(byte_fallback: bool) -> Unigram {
+        let mut pieces: Vec<(String, f64)> = vec![
+            ("<unk>".into(), 0.0),
+            ("a".into(), -1.0),
+            ("b".into(), -1.5),
+            ("ab".into(), -2.0),
+            ("abc".into(), -4.0),
+            ("c".into(), -1.0),
+        ];
+        if byte_fallback {
+            pieces.extend((0..=255u8).map(|b| (format!("<0x{b:02X}>"), -10.0)));
+        }
+        Unigram::new(pieces, Some(0), byte_fallback).unwrap()
+    }
+
+    fn run(m: &Unigram, s: &str) -> Vec<(u32, u32)> {
+        let mut out = vec![];
+        m.tokenize(s, &mut out, &mut Scratch::default()).unwrap();
+        out
+    }
+
+    #[test]
+    fn best_path() {
+        let m = model(false);
+        // "ab" (-2) beats "a" + "b" (-2.5); "abc" (-4) loses to "ab" + "c" (-3).
+        assert_eq!(run(&m, "abc"), vec![(3, 2), (5, 1)]);
+        assert_eq!(run(&m, "ba"), vec![(2, 1), (1, 1)]);
+    }
+
+    #[test]
+    fn unknown_runs_fuse_and_fall_back() {
+        let m = model(false);
+        assert_eq!(run(&m, "axéyb"), vec![(1, 1), (0, 4 | RAW_TEXT), (2, 1)]);
+        let m = model(true);
+        let got = run(&m, "aéb");
+        assert_eq!(
+            got,
+            vec![(1, 1), (6 + 0xC3, 2 | SAME_SPAN), (6 + 0xA9, 2), (2, 1)]
+        );
+    }
+}
