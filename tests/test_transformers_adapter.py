@@ -13,6 +13,7 @@ import pytest
 from fastprep import Encoding, UnsupportedTokenizerError, hf
 
 from . import tokenizer_data as data
+from . import tokenizer_data_spm as spm
 from . import tokenizer_data_wordpiece as wp
 
 transformers = pytest.importorskip("transformers", reason="the test extra installs transformers")
@@ -91,10 +92,14 @@ def test_bert_through_autotokenizer():
         lambda: data.cl100k_tokenizer_json(transformers_exact=True),
         lambda: data.trained_bytelevel_bpe(True),
         data.template_bpe,
+        lambda: spm.mistral_tokenizer_json("legacy"),
+        lambda: spm.unigram_tokenizer_json("sp_unigram_converter"),
     ],
-    ids=["cl100k", "gpt2-style", "template"],
+    ids=["cl100k", "gpt2-style", "template", "mistral-v1", "sp-unigram"],
 )
-def test_byte_level_bpe_through_pretrained_tokenizer_fast(make, tmp_path):
+def test_other_families_through_pretrained_tokenizer_fast(make, tmp_path):
+    """Byte-level BPE, SentencePiece BPE (Mistral v1, as LlamaTokenizerFast builds it) and a
+    SentencePiece Unigram, each given to PreTrainedTokenizerFast as its tokenizer.json."""
     path = tmp_path / "tokenizer.json"
     path.write_text(make())
     kw = {"pad_token": "<pad>", "unk_token": "<unk>"}
