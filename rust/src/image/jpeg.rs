@@ -23,37 +23,52 @@ impl Drop for Handle {
 
 thread_local! {
     static HANDLE: RefCell<Option<Handle>> = const { RefCell::new(None) };
+    static TRANSFORM: RefCell<Option<Handle>> = const { RefCell::new(None) };
+}
+
+fn with_slot<R>(
+    slot: &RefCell<Option<Handle>>,
+    kind: tj::TJINIT,
+    f: impl FnOnce(tj::tjhandle) -> Result<R, DecodeError>,
+) -> Result<R, DecodeError> {
+    let mut slot = slot.borrow_mut();
+    if slot.is_none() {
+        // SAFETY: plain constructor; a null return is checked.
+        let h = unsafe { tj::tj3Init(kind as i32) };
+        if h.is_null() {
+            return Err(DecodeError::Resources(
+                "could not create a libjpeg-turbo decompressor".into(),
+            ));
+        }
+        // SAFETY: a live handle; the parameter exists in TurboJPEG 3.
+        unsafe { tj::tj3Set(h, tj::TJPARAM_TJPARAM_SCANLIMIT as i32, SCAN_LIMIT) };
+        *slot = Some(Handle(h));
+    }
+    let result = f(slot.as_ref().map_or(std::ptr::null_mut(), |h| h.0));
+    if result.is_err() {
+        // libjpeg keeps state across images in one decompressor (Huffman and quantization
+        // tables, for abbreviated streams); after a corrupt file that state can poison the
+        // next good one, so a failed handle is replaced.
+        *slot = None;
+    }
+    result
 }
 
 fn with_handle<R>(
     f: impl FnOnce(tj::tjhandle) -> Result<R, DecodeError>,
 ) -> Result<R, DecodeError> {
-    HANDLE.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            // SAFETY: plain constructor; a null return is checked.
-            let h = unsafe { tj::tj3Init(tj::TJINIT_TJINIT_DECOMPRESS as i32) };
-            if h.is_null() {
-                return Err(DecodeError::Resources(
-                    "could not create a libjpeg-turbo decompressor".into(),
-                ));
-            }
-            // SAFETY: a live handle; the parameter exists in TurboJPEG 3.
-            unsafe { tj::tj3Set(h, tj::TJPARAM_TJPARAM_SCANLIMIT as i32, SCAN_LIMIT) };
-            *slot = Some(Handle(h));
-        }
-        let result = f(slot.as_ref().map_or(std::ptr::null_mut(), |h| h.0));
-        if result.is_err() {
-            // libjpeg keeps state across images in one decompressor (Huffman and quantization
-            // tables, for abbreviated streams); after a corrupt file that state can poison the
-            // next good one, so a failed handle is replaced.
-            *slot = None;
-        }
-        result
-    })
+    HANDLE.with(|cell| with_slot(cell, tj::TJINIT_TJINIT_DECOMPRESS, f))
 }
 
-fn error_string(h: tj::tjhandle) -> String {
+/// A thread's TurboJPEG handle for lossless transformation (which is how the quantized DCT
+/// coefficients are read: `jpeg_coeffs`).
+pub(super) fn with_transform_handle<R>(
+    f: impl FnOnce(tj::tjhandle) -> Result<R, DecodeError>,
+) -> Result<R, DecodeError> {
+    TRANSFORM.with(|cell| with_slot(cell, tj::TJINIT_TJINIT_TRANSFORM, f))
+}
+
+pub(super) fn error_string(h: tj::tjhandle) -> String {
     // SAFETY: TurboJPEG returns a pointer to a NUL-terminated string owned by the handle.
     unsafe {
         let p = tj::tj3GetErrorStr(h);
@@ -116,7 +131,7 @@ fn has_frame_header(data: &[u8]) -> bool {
 /// A non-zero TurboJPEG return: fatal, or a warning that still left a complete result (libjpeg's
 /// "corrupt data: N extraneous bytes" kind, which Pillow ignores too). Running out of data is
 /// refused, as Pillow refuses it ("image file is truncated").
-fn check(h: tj::tjhandle, rc: i32) -> Result<(), DecodeError> {
+pub(super) fn check(h: tj::tjhandle, rc: i32) -> Result<(), DecodeError> {
     if rc == 0 {
         return Ok(());
     }
@@ -131,7 +146,7 @@ fn check(h: tj::tjhandle, rc: i32) -> Result<(), DecodeError> {
     }
 }
 
-fn header(h: tj::tjhandle, data: &[u8]) -> Result<JpegInfo, DecodeError> {
+pub(super) fn header(h: tj::tjhandle, data: &[u8]) -> Result<JpegInfo, DecodeError> {
     if !has_frame_header(data) {
         return Err(DecodeError::Truncated(
             "JPEG",

@@ -1,0 +1,141 @@
+"""The GPU JPEG decoder without a GPU: coefficients from the Rust core (libjpeg-turbo's entropy
+decoder), the launch plan of fastprep.gpu and the kernel text of cuda/jpeg_idct.cu run by the CPU
+emulation (tests/cuda_emu.py), against fastprep.decode (libjpeg-turbo ISLOW + fancy upsampling,
+itself checked against Pillow): every pixel must be equal. Real photos at every subsampling,
+progressive, restart markers, grayscale, odd sizes, the scaled IDCTs of draft mode, EXIF
+orientations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import fastprep
+from fastprep import _core, gpu
+
+from . import image_data as data
+from .cuda_emu import EmuBackend
+
+
+def gpu_decode(blobs: list[bytes], denom: int = 1, be: EmuBackend | None = None) -> list[np.ndarray]:
+    """Decode through the GPU path: layouts and coefficients from Rust, kernels emulated."""
+    be = be or EmuBackend()
+    layouts = _core.jpeg_layouts(blobs)
+    plans = []
+    for i, lay in enumerate(layouts):
+        assert isinstance(lay, dict), f"image {i}: {lay}"
+        plan = gpu.plan_jpeg(lay, denom)
+        assert plan is not None, f"image {i} has no GPU plan: {lay['color_space']}"
+        plans.append(plan)
+    offsets, total = [], 0
+    for p in plans:
+        offsets.append(total)
+        total += p.coefficients
+    coefs = np.zeros(max(total, 1), np.int16)
+    errors = _core.jpeg_coefficients_into(blobs, [2 * o for o in offsets], coefs.view(np.uint8))
+    assert errors == [None] * len(blobs), errors
+    dst_offsets, size = [], 0
+    for p in plans:
+        dst_offsets.append(size)
+        size += p.width * p.height * 3
+    dst = np.zeros(size, np.uint8)
+    gpu.run_jpeg_decode(be, coefs, plans, offsets, dst, dst_offsets)
+    out = []
+    for p, off in zip(plans, dst_offsets, strict=True):
+        w, h = p.oriented_size
+        out.append(dst[off : off + w * h * 3].reshape(h, w, 3))
+    return out
+
+
+def _cpu(blob: bytes, denom: int = 1) -> np.ndarray:
+    return np.asarray(_core.decode_image(blob, "RGB", True, None, denom))
+
+
+def _check(names: list[str], blobs: list[bytes], denom: int) -> None:
+    got = gpu_decode(blobs, denom)
+    for name, blob, g in zip(names, blobs, got, strict=True):
+        want = _cpu(blob, denom)
+        assert g.shape == want.shape, name
+        diff = np.abs(g.astype(int) - want.astype(int))
+        assert diff.max() == 0, f"{name} 1/{denom}: {np.count_nonzero(diff)} values differ, max {diff.max()}"
+
+
+VARIANTS = [k for k in data.jpeg_variants() if "cmyk" not in k and "4032" not in k and "1920" not in k]
+
+
+@pytest.mark.parametrize("denom", [1, 2, 4, 8])
+def test_every_variant_equals_the_cpu_decoder(denom):
+    # one batch: ragged sizes, gray and colour, every subsampling together
+    blobs = [data.jpeg_variants()[k] for k in VARIANTS]
+    _check(VARIANTS, blobs, denom)
+
+
+@pytest.mark.parametrize("denom", [1, 8])
+def test_large_photos(denom):
+    names = ["china-1920x1080-420", "china-1920x1080-444-prog"]
+    _check(names, [data.jpeg_variants()[k] for k in names], denom)
+
+
+@pytest.mark.parametrize("sub", [0, 1, 2])
+@pytest.mark.parametrize("denom", [1, 2, 4, 8])
+def test_tiny_and_odd_sizes(sub, denom):
+    # Widths 1-3 take libjpeg's plain (replicating) upsamplers instead of the fancy ones; odd
+    # sizes leave partial blocks and partial MCUs at the right and bottom edges.
+    photo = data.photos()["flower.jpg"]
+    sizes = [(1, 1), (2, 3), (3, 2), (5, 7), (17, 9), (33, 31), (64, 48), (127, 61)]
+    blobs = [data.jpeg(photo[:h, :w], quality=90, subsampling=sub) for w, h in sizes]
+    _check([f"{w}x{h}-{sub}" for w, h in sizes], blobs, denom)
+
+
+def test_440_and_411_samplings():
+    # 4:4:0 (h1v2 fancy upsampling) and 4:1:1 (integral replication), which Pillow cannot write:
+    # OpenCV's libjpeg-turbo can.
+    cv2 = pytest.importorskip("cv2", reason="the test extra installs opencv-python-headless")
+    photo = np.ascontiguousarray(data.photos()["china.jpg"][:203, :301, ::-1])
+    factors = {"440": cv2.IMWRITE_JPEG_SAMPLING_FACTOR_440, "411": cv2.IMWRITE_JPEG_SAMPLING_FACTOR_411}
+    names, blobs = [], []
+    for name, f in factors.items():
+        ok, enc = cv2.imencode(".jpg", photo, [cv2.IMWRITE_JPEG_QUALITY, 90, cv2.IMWRITE_JPEG_SAMPLING_FACTOR, f])
+        assert ok
+        names.append(name)
+        blobs.append(enc.tobytes())
+    comps = [lay["components"] for lay in _core.jpeg_layouts(blobs)]  # type: ignore[index]
+    assert [(c[0][1], c[0][2]) for c in comps] == [(1, 2), (4, 1)]  # the samplings asked for
+    for denom in (1, 2, 4, 8):
+        _check(names, blobs, denom)
+
+
+@pytest.mark.parametrize("orientation", range(1, 9))
+def test_exif_orientation_is_applied_by_the_colour_kernel(orientation):
+    photo = data.photos()["flower.jpg"][:61, :83]
+    blob = data.jpeg_with_orientation(photo, orientation)
+    (got,) = gpu_decode([blob])
+    np.testing.assert_array_equal(got, np.asarray(fastprep.decode(blob)))
+
+
+def test_launches_are_one_per_stage_for_the_whole_batch():
+    be = EmuBackend()
+    blobs = [data.jpeg_variants()[k] for k in ("china-q75-420", "flower-gray", "grace_hopper-q95-444")]
+    gpu_decode(blobs, be=be)
+    assert [k for k, _, _ in be.launches] == ["jpeg_idct", "jpeg_color"]
+    assert be.launches[0][2][2] == 7  # grid z: every component plane of the batch
+    assert be.launches[1][2][2] == 3  # grid z: every image
+
+
+def test_coefficients_reject_bad_input():
+    layouts = _core.jpeg_layouts([b"junk", data.png_variants()["rgb8"], data.jpeg_variants()["china-cmyk"][:200]])
+    assert all(isinstance(r, tuple) for r in layouts), layouts
+    cmyk = _core.jpeg_layouts([data.jpeg_variants()["china-cmyk"]])[0]
+    assert isinstance(cmyk, dict) and gpu.plan_jpeg(cmyk) is None  # CMYK stays on the CPU
+    blob = data.jpeg_variants()["china-q75-420"]
+    buf = np.zeros(10, np.uint8)
+    with pytest.raises(ValueError, match="fit"):
+        _core.jpeg_coefficients_into([blob], [0], buf)
+    truncated = blob[: len(blob) // 2]
+    lay = _core.jpeg_layouts([truncated])[0]
+    assert isinstance(lay, dict)
+    plan = gpu.plan_jpeg(lay)
+    assert plan is not None
+    out = np.zeros(plan.coefficients * 2, np.uint8)
+    (err,) = _core.jpeg_coefficients_into([truncated], [0], out)
+    assert err is not None and err[0] == "truncated", err
