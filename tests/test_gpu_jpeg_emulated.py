@@ -139,3 +139,70 @@ def test_coefficients_reject_bad_input():
     out = np.zeros(plan.coefficients * 2, np.uint8)
     (err,) = _core.jpeg_coefficients_into([truncated], [0], out)
     assert err is not None and err[0] == "truncated", err
+
+
+# --- preprocess(device="cuda") with the JPEG kernels ------------------------------------------
+
+
+@pytest.mark.parametrize("draft", [False, True])
+@pytest.mark.parametrize(("layout", "dtype"), [("NCHW", "float32"), ("NHWC", "uint8")])
+def test_gpu_preprocess_decodes_jpegs_on_the_gpu_and_equals_the_cpu_pipeline(draft, layout, dtype):
+    from fastprep.gpu import gpu_preprocess
+
+    v = data.jpeg_variants()
+    blobs = [v[k] for k in ("china-q75-420", "flower-prog-422", "grace_hopper-gray", "china-odd-420")]
+    blobs += [v["china-1920x1080-420"], v["china-cmyk"], data.png_variants()["rgb8"]]
+    blobs += [data.jpeg_with_orientation(data.photos()["flower.jpg"][:300, :400], o) for o in (3, 6, 8)]
+    be = EmuBackend()
+    kw = {"layout": layout, "dtype": dtype, "draft": draft}
+    got = gpu_preprocess(blobs, backend=be, **kw)
+    want = fastprep.preprocess(blobs, **kw)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    kernels = [k for k, _, _ in be.launches]
+    assert kernels[:2] == ["jpeg_idct", "jpeg_color"], kernels
+    assert be.launches[1][2][2] == 8  # every JPEG but the CMYK one decoded by the kernels
+
+
+def test_gpu_preprocess_draft_uses_the_scaled_idcts():
+    from fastprep.gpu import gpu_preprocess, plan_jpeg
+
+    blob = data.jpeg_variants()["china-1920x1080-420"]
+    lay = _core.jpeg_layouts([blob])[0]
+    assert isinstance(lay, dict)
+    assert fastprep.gpu._draft_denom(lay, 256, None) == 4
+    assert [p.scale for p in plan_jpeg(lay, 4).planes] == [2, 4, 4]  # type: ignore[union-attr]
+    be = EmuBackend()
+    got = gpu_preprocess([blob], draft=True, backend=be)
+    np.testing.assert_array_equal(got, fastprep.preprocess([blob], draft=True))
+    assert not np.array_equal(got, fastprep.preprocess([blob]))  # draft really decoded smaller
+
+
+def test_gpu_preprocess_bad_and_refused_files():
+    from fastprep.gpu import gpu_preprocess
+
+    v = data.jpeg_variants()
+    good = v["china-q75-420"]
+    truncated = good[: len(good) // 2]  # the header reads, the coefficients do not
+    bad = [good, b"junk", truncated, v["flower-q95-444"]]
+    be = EmuBackend()
+    batch, ok = gpu_preprocess(bad, on_error="skip", backend=be)
+    want, want_ok = fastprep.preprocess(bad, on_error="skip")
+    assert ok.tolist() == want_ok.tolist() == [True, False, False, True]
+    np.testing.assert_array_equal(batch, want)
+    with pytest.raises(fastprep.DecodeError):
+        gpu_preprocess(bad, backend=be)
+    batch, ok = gpu_preprocess([b"junk"], on_error="skip", backend=be)
+    assert ok.tolist() == [False] and not batch.any()
+
+
+def test_a_file_cut_in_its_tables_leaves_the_next_reads_intact():
+    # A JPEG cut after its frame header, inside a Huffman table, once left libjpeg-turbo's
+    # per-thread handle reading the next file on that thread as 0x0 (most runs of this loop).
+    v = data.jpeg_variants()
+    cut = v["china-cmyk"][:200]
+    good = [v[k] for k in ("china-q75-420", "flower-prog-422", "grace_hopper-gray", "china-odd-420")] * 2
+    for _ in range(10):
+        assert all(isinstance(r, tuple) for r in _core.jpeg_layouts([b"junk", cut, cut, cut]))
+        assert all(isinstance(r, dict) for r in _core.jpeg_layouts(good))
+        np.testing.assert_array_equal(fastprep.decode(good[0]), _cpu(good[0]))

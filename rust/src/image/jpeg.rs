@@ -104,14 +104,18 @@ pub struct JpegInfo {
     pub colorspace: i32,
 }
 
-/// Whether a frame header (SOFn) comes before the scan data. TurboJPEG reports success for a
-/// "tables-only" stream, which is also what a file cut before its SOF looks like, and leaves the
-/// previous image's size in the handle: so this walk of the markers decides first.
+/// Whether a frame header (SOFn) and then the first scan header (SOS) come before the data ends.
+/// TurboJPEG reports success for a "tables-only" stream, which is also what a file cut before its
+/// first scan looks like, and leaves the previous image's size in the handle (and, cut after the
+/// SOF, a handle that reads the next file as 0x0): so this walk of the markers decides first.
 fn has_frame_header(data: &[u8]) -> bool {
     let mut i = 2;
+    let mut sof = false;
     while i + 4 <= data.len() {
         if data[i] != 0xFF {
-            return false;
+            // Stray bytes between markers: libjpeg skips them with a warning; judge by what the
+            // walk saw so far.
+            return sof;
         }
         let marker = data[i + 1];
         match marker {
@@ -119,8 +123,9 @@ fn has_frame_header(data: &[u8]) -> bool {
                 i += 1;
                 continue;
             }
-            0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => return true,
-            0xDA | 0xD9 => return false,
+            0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => sof = true,
+            0xDA => return sof,
+            0xD9 => return false,
             _ => {}
         }
         i += 2 + usize::from(u16::from_be_bytes([data[i + 2], data[i + 3]]));
@@ -150,7 +155,7 @@ pub(super) fn header(h: tj::tjhandle, data: &[u8]) -> Result<JpegInfo, DecodeErr
     if !has_frame_header(data) {
         return Err(DecodeError::Truncated(
             "JPEG",
-            "no frame header (SOF marker) before the data ends or the scan starts".into(),
+            "the data ends before the frame header (SOF) and the first scan (SOS)".into(),
         ));
     }
     // SAFETY: `data` is a valid slice for the duration of the call.

@@ -211,9 +211,13 @@ fn parse_markers(data: &[u8]) -> Result<(Frame, Vec<[u16; 64]>), DecodeError> {
 /// The frame's components, block grids and quantization tables: libjpeg-turbo reads the header
 /// (refusing what `decode` refuses), the marker walk here adds what TurboJPEG does not expose.
 pub fn read_layout(data: &[u8], max_pixels: Option<u64>) -> Result<Layout, DecodeError> {
-    let info = jpeg::with_transform_handle(|h| jpeg::header(h, data))?;
-    super::decode::check_pixels(info.width, info.height, max_pixels)?;
-    let ((w, h, comps), tables) = parse_markers(data)?;
+    // Every failure replaces the thread's handle, also those found after libjpeg-turbo's header
+    // read succeeded: a truncated header can leave a handle that reports the next file as 0x0.
+    let (info, ((w, h, comps), tables)) = jpeg::with_transform_handle(|h| {
+        let info = jpeg::header(h, data)?;
+        super::decode::check_pixels(info.width, info.height, max_pixels)?;
+        Ok((info, parse_markers(data)?))
+    })?;
     if (w, h) != (info.width, info.height) {
         return Err(corrupt(
             "the frame header does not match libjpeg-turbo's reading",
