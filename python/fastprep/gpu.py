@@ -1,9 +1,12 @@
-"""GPU image preprocessing through CuPy: ``gpu_resize``.
+"""GPU image preprocessing through CuPy: ``gpu_resize`` and ``preprocess(device="cuda")``.
 
 The kernels are the CUDA sources of the repository's ``cuda/`` (shipped inside the extension),
 compiled at run time by CuPy's NVRTC once per device and parameter set, then cached. The resize
 weights come from the CPU path's own code (``fastprep._core.resize_tables``), so the GPU result
-equals ``fastprep.resize``, and so Pillow's, byte for byte for uint8.
+equals ``fastprep.resize``, and so Pillow's, byte for byte for uint8. JPEGs are decoded from
+their quantized DCT coefficients (entropy-decoded on the CPU by libjpeg-turbo) by kernels that
+follow libjpeg-turbo's integer IDCT and upsampling exactly (``cuda/jpeg_idct.cu``), so
+``preprocess(device="cuda")`` equals the CPU pipeline too.
 
 Everything runs on the caller's current CuPy stream; the result is a CuPy array (DLPack-exportable,
 so ``torch.from_dlpack(out)`` shares it). Nothing goes back to the host.
