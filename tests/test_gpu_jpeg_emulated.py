@@ -206,3 +206,18 @@ def test_a_file_cut_in_its_tables_leaves_the_next_reads_intact():
         assert all(isinstance(r, tuple) for r in _core.jpeg_layouts([b"junk", cut, cut, cut]))
         assert all(isinstance(r, dict) for r in _core.jpeg_layouts(good))
         np.testing.assert_array_equal(fastprep.decode(good[0]), _cpu(good[0]))
+
+
+def test_cpu_draft_reads_after_files_cut_in_their_headers():
+    # The CPU pipeline's draft mode reads JPEG headers alone (the target scale); files cut inside
+    # a table or the scan header must fail themselves and leave the next files intact.
+    v = data.jpeg_variants()
+    good = v["china-1920x1080-420"]
+    sos = good.index(b"\xff\xda")
+    cuts = [v["china-cmyk"][:200], good[:300], good[: sos + 6]]
+    want = fastprep.preprocess([good], draft=True)
+    for _ in range(5):
+        batch, ok = fastprep.preprocess([*cuts, good, good, good], draft=True, on_error="skip")
+        assert ok.tolist() == [False] * 3 + [True] * 3
+        for k in range(3, 6):
+            np.testing.assert_array_equal(batch[k], want[0])

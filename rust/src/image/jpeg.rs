@@ -124,11 +124,14 @@ fn has_frame_header(data: &[u8]) -> bool {
                 continue;
             }
             0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => sof = true,
-            0xDA => return sof,
             0xD9 => return false,
             _ => {}
         }
         i += 2 + usize::from(u16::from_be_bytes([data[i + 2], data[i + 3]]));
+        if marker == 0xDA {
+            // The whole scan header, not a file cut inside it.
+            return sof && i <= data.len();
+        }
     }
     false
 }
