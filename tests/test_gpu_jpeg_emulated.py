@@ -221,3 +221,32 @@ def test_cpu_draft_reads_after_files_cut_in_their_headers():
         assert ok.tolist() == [False] * 3 + [True] * 3
         for k in range(3, 6):
             np.testing.assert_array_equal(batch[k], want[0])
+
+
+def _cut_scans(blob: bytes, keep: int) -> bytes:
+    """A progressive JPEG with only its first `keep` scans, properly ended."""
+    starts = [i for i in range(len(blob) - 1) if blob[i] == 0xFF and blob[i + 1] == 0xDA]
+    return blob[: starts[keep]] + b"\xff\xd9"
+
+
+@pytest.mark.parametrize("keep", [1, 3, 6])
+def test_progressive_files_libjpeg_smooths_go_to_the_cpu(keep):
+    # A progressive file whose low frequencies never got full precision is block-smoothed by
+    # libjpeg-turbo (decompress_smooth_data); the kernels do not do that, so it is decoded on the
+    # CPU: the layout says so, and the forced GPU decode really differs.
+    blob = _cut_scans(data.jpeg_variants()["flower-prog-444"], keep)
+    lay = _core.jpeg_layouts([blob])[0]
+    assert isinstance(lay, dict) and lay["block_smoothing"] is True
+    assert gpu.plan_jpeg(lay) is None
+    forced = gpu.plan_jpeg({**lay, "block_smoothing": False})
+    assert forced is not None
+    coefs = np.zeros(forced.coefficients, np.int16)
+    assert _core.jpeg_coefficients_into([blob], [0], coefs.view(np.uint8)) == [None]
+    dst = np.zeros(forced.width * forced.height * 3, np.uint8)
+    gpu.run_jpeg_decode(EmuBackend(), coefs, [forced], [0], dst, [0])
+    assert not np.array_equal(dst.reshape(forced.height, forced.width, 3), _cpu(blob))
+    be = EmuBackend()
+    np.testing.assert_array_equal(gpu.gpu_preprocess([blob], backend=be), fastprep.preprocess([blob]))
+    assert "jpeg_idct" not in [k for k, _, _ in be.launches]
+    full = _core.jpeg_layouts([data.jpeg_variants()["flower-prog-444"]])[0]
+    assert isinstance(full, dict) and full["block_smoothing"] is False

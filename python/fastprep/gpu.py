@@ -317,9 +317,9 @@ class JpegPlan:
 def plan_jpeg(layout: dict[str, Any], denom: int = 1) -> JpegPlan | None:
     """libjpeg-turbo's decoding set-up for one file (jdmaster.c jpeg_calc_output_dimensions and
     jdsample.c jinit_upsampler): per component the DCT scale, the real sample size and the
-    upsampler. None for what the kernels do not decode (CMYK, RGB-coded files, odd samplings):
-    those go through the CPU decoder."""
-    if layout["color_space"] not in ("gray", "ycbcr") or denom not in (1, 2, 4, 8):
+    upsampler. None for what the kernels do not decode (CMYK, RGB-coded files, odd samplings,
+    progressive files libjpeg-turbo block-smooths): those go through the CPU decoder."""
+    if layout["color_space"] not in ("gray", "ycbcr") or denom not in (1, 2, 4, 8) or layout["block_smoothing"]:
         return None
     w, h, max_h, max_v = layout["width"], layout["height"], layout["max_h"], layout["max_v"]
     min_s = 8 // denom

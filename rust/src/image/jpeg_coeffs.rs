@@ -62,6 +62,9 @@ pub struct Layout {
     pub max_h: usize,
     pub max_v: usize,
     pub components: Vec<Component>,
+    /// libjpeg-turbo smooths the blocks of a progressive file whose low-frequency coefficients
+    /// never got full precision (`decompress_smooth_data`): such a file is decoded on the CPU.
+    pub block_smoothing: bool,
 }
 
 impl Layout {
@@ -116,10 +119,52 @@ fn read_dqt(
     Ok(())
 }
 
-fn parse_markers(data: &[u8]) -> Result<(Frame, Vec<[u16; 64]>), DecodeError> {
+/// What the marker walk finds: the frame, each component's latched table, and whether
+/// libjpeg-turbo will apply its progressive block smoothing.
+struct Markers {
+    frame: Frame,
+    tables: Vec<[u16; 64]>,
+    smoothing: bool,
+}
+
+/// Coefficients whose progression decides block smoothing (jdcoefct.c `SAVED_COEFS`, zigzag 0-9).
+const SAVED_COEFS: usize = 10;
+
+/// libjpeg-turbo's `smoothing_ok` (jdcoefct.c) at the output pass of a fully read progressive
+/// file: `coef_bits[k]` is the Al of the last scan that coded zigzag coefficient k (-1: none);
+/// smoothing runs when every component has its DC, the tables have no zero among the first ten
+/// multipliers, and some component lacks full precision in one of coefficients 1-9.
+fn smoothing_ok(coef_bits: &[[i32; SAVED_COEFS]], tables: &[[u16; 64]]) -> bool {
+    if tables
+        .iter()
+        .any(|t| NATURAL_ORDER[..SAVED_COEFS].iter().any(|&p| t[p] == 0))
+    {
+        return false;
+    }
+    if coef_bits.iter().any(|b| b[0] < 0) {
+        return false;
+    }
+    coef_bits.iter().any(|b| b[1..].iter().any(|&v| v != 0))
+}
+
+/// The position of the marker that ends the entropy-coded data starting at `i`: the first 0xFF
+/// that is not a stuffed 0xFF00 or a restart marker.
+fn skip_entropy_data(data: &[u8], mut i: usize) -> usize {
+    while i + 1 < data.len() {
+        if data[i] == 0xFF && data[i + 1] != 0 && !(0xD0..=0xD7).contains(&data[i + 1]) {
+            break;
+        }
+        i += 1;
+    }
+    i
+}
+
+fn parse_markers(data: &[u8]) -> Result<Markers, DecodeError> {
     let mut tables: [Option<[u16; 64]>; 4] = [None; 4];
     let mut frame: Option<Frame> = None;
     let mut latched: Vec<Option<[u16; 64]>> = Vec::new();
+    let mut progressive = false;
+    let mut coef_bits: Vec<[i32; SAVED_COEFS]> = Vec::new();
     let mut i = 2;
     loop {
         // The next marker: 0xFF, any fill bytes, a code.
@@ -168,6 +213,8 @@ fn parse_markers(data: &[u8]) -> Result<(Frame, Vec<[u16; 64]>), DecodeError> {
                     .collect();
                 frame = Some((w, h, comps));
                 latched = vec![None; n];
+                coef_bits = vec![[-1; SAVED_COEFS]; n];
+                progressive = matches!(m, 0xC2 | 0xC6 | 0xCA | 0xCE);
                 i += len;
             }
             0xDA => {
@@ -176,9 +223,16 @@ fn parse_markers(data: &[u8]) -> Result<(Frame, Vec<[u16; 64]>), DecodeError> {
                     return Err(corrupt("scan before the frame header"));
                 };
                 let ns = usize::from(data.get(i + 2).copied().unwrap_or(0));
+                // Spectral selection and successive approximation after the component list.
+                let at = |k: usize| usize::from(data.get(i + 3 + 2 * ns + k).copied().unwrap_or(0));
+                let (ss, se, al) = (at(0), at(1), at(2) & 15);
                 for s in 0..ns {
                     let cs = data.get(i + 3 + 2 * s).copied();
                     if let Some(c) = comps.iter().position(|c| Some(c.0) == cs) {
+                        let last = se.min(SAVED_COEFS - 1);
+                        for b in coef_bits[c].iter_mut().take(last + 1).skip(ss) {
+                            *b = al as i32;
+                        }
                         if latched[c].is_none() {
                             latched[c] = Some(tables[comps[c].3.min(3)].ok_or_else(|| {
                                 corrupt("a scan uses a quantization table that is not defined")
@@ -186,16 +240,7 @@ fn parse_markers(data: &[u8]) -> Result<(Frame, Vec<[u16; 64]>), DecodeError> {
                         }
                     }
                 }
-                // Skip the entropy-coded data: up to a marker that is not a stuffed 0xFF00 or
-                // a restart marker.
-                i += len;
-                while i + 1 < data.len() {
-                    if data[i] == 0xFF && data[i + 1] != 0 && !(0xD0..=0xD7).contains(&data[i + 1])
-                    {
-                        break;
-                    }
-                    i += 1;
-                }
+                i = skip_entropy_data(data, i + len);
             }
             _ => i += be16(data, i)?,
         }
@@ -205,7 +250,12 @@ fn parse_markers(data: &[u8]) -> Result<(Frame, Vec<[u16; 64]>), DecodeError> {
         .into_iter()
         .map(|t| t.ok_or_else(|| corrupt("a component is in no scan")))
         .collect::<Result<Vec<_>, _>>()?;
-    Ok((frame, tables))
+    let smoothing = progressive && smoothing_ok(&coef_bits, &tables);
+    Ok(Markers {
+        frame,
+        tables,
+        smoothing,
+    })
 }
 
 /// The frame's components, block grids and quantization tables: libjpeg-turbo reads the header
@@ -213,7 +263,14 @@ fn parse_markers(data: &[u8]) -> Result<(Frame, Vec<[u16; 64]>), DecodeError> {
 pub fn read_layout(data: &[u8], max_pixels: Option<u64>) -> Result<Layout, DecodeError> {
     // Every failure replaces the thread's handle, also those found after libjpeg-turbo's header
     // read succeeded: a truncated header can leave a handle that reports the next file as 0x0.
-    let (info, ((w, h, comps), tables)) = jpeg::with_transform_handle(|h| {
+    let (
+        info,
+        Markers {
+            frame: (w, h, comps),
+            tables,
+            smoothing,
+        },
+    ) = jpeg::with_transform_handle(|h| {
         let info = jpeg::header(h, data)?;
         super::decode::check_pixels(info.width, info.height, max_pixels)?;
         Ok((info, parse_markers(data)?))
@@ -255,6 +312,7 @@ pub fn read_layout(data: &[u8], max_pixels: Option<u64>) -> Result<Layout, Decod
         max_h,
         max_v,
         components,
+        block_smoothing: smoothing,
     })
 }
 
@@ -427,5 +485,14 @@ mod tests {
     fn junk_is_refused() {
         assert!(read_layout(b"\xff\xd8\xff\xd9", None).is_err());
         assert!(parse_markers(b"\xff\xd8\xff\xd9").is_err());
+        let t = [1u16; 64];
+        assert!(!smoothing_ok(&[[0; SAVED_COEFS]], &[t])); // complete: no smoothing
+        assert!(smoothing_ok(&[[0, 1, 0, 0, 0, 0, 0, 0, 0, 0]], &[t])); // one bit short
+        assert!(smoothing_ok(
+            &[[0, -1, -1, -1, -1, -1, -1, -1, -1, -1]],
+            &[t]
+        )); // DC only
+        assert!(!smoothing_ok(&[[-1; SAVED_COEFS]], &[t])); // no DC
+        assert!(!smoothing_ok(&[[0, 1, 0, 0, 0, 0, 0, 0, 0, 0]], &[[0; 64]])); // zero table
     }
 }

@@ -438,6 +438,7 @@ fn jpeg_layout_dict<'py>(
     d.set_item("max_h", layout.max_h)?;
     d.set_item("max_v", layout.max_v)?;
     d.set_item("orientation", orientation)?;
+    d.set_item("block_smoothing", layout.block_smoothing)?;
     let comps = layout
         .components
         .iter()
