@@ -250,3 +250,41 @@ def test_progressive_files_libjpeg_smooths_go_to_the_cpu(keep):
     assert "jpeg_idct" not in [k for k, _, _ in be.launches]
     full = _core.jpeg_layouts([data.jpeg_variants()["flower-prog-444"]])[0]
     assert isinstance(full, dict) and full["block_smoothing"] is False
+
+
+def test_cupy_backend_staging_blocks_come_back_once_their_copy_is_done(monkeypatch):
+    # CupyBackend's pinned staging without a GPU: CuPy's pinned allocation stood in for by host
+    # memory (as tests/test_pool_device.py does) and its stream events by flags.
+    import threading
+    from types import SimpleNamespace
+
+    from fastprep import _cupy_memory as cm
+
+    monkeypatch.setattr(cm, "require", lambda kind: None)
+    monkeypatch.setattr(cm, "allocate", lambda kind, n: ((buf := np.zeros(n, np.uint8)).ctypes.data, buf))
+    events: list[SimpleNamespace] = []
+
+    def record() -> SimpleNamespace:
+        events.append(SimpleNamespace(done=False))
+        return events[-1]
+
+    stream = SimpleNamespace(record=record)
+    be = gpu.CupyBackend.__new__(gpu.CupyBackend)
+    be.xp = SimpleNamespace(cuda=SimpleNamespace(get_current_stream=lambda: stream))
+    be._lock, be._pinned, be._in_flight, be._modules = threading.Lock(), {}, [], {}
+    view, release = be.staging(3_000_000)
+    assert view.dtype == np.uint8 and view.size == 3_000_000 and view.flags.writeable
+    view[:] = 7
+    pool = be._pinned[1 << 22]  # one pool per power-of-two size
+    assert pool.kind == "pinned"
+    release()
+    del view
+    assert pool.stats()["in_use"] == 1  # the copy reading it may still run
+    view, release = be.staging(2_500_000)
+    assert pool.stats()["in_use"] == 2  # so the next batch gets another block
+    release()
+    del view
+    for e in events:
+        e.done = True
+    be._reap()
+    assert pool.stats()["in_use"] == 0 and be._in_flight == []

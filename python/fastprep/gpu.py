@@ -450,12 +450,15 @@ class CupyBackend:
                 self._pinned[size] = pool
         block: Any = pool.acquire()
         view = np.frombuffer(block, np.uint8, count=max(nbytes, 1))
+        held = [block]  # the closure lets go of the block once called
 
         def release() -> None:
-            event = self.xp.cuda.get_current_stream().record()
-            with self._lock:
-                self._in_flight.append((event, block))
+            if held:
+                event = self.xp.cuda.get_current_stream().record()
+                with self._lock:
+                    self._in_flight.append((event, held.pop()))
 
+        del block
         return view, release
 
     def upload(self, dst: Any, host: Any, nbytes: int) -> None:
