@@ -288,3 +288,14 @@ def test_cupy_backend_staging_blocks_come_back_once_their_copy_is_done(monkeypat
         e.done = True
     be._reap()
     assert pool.stats()["in_use"] == 0 and be._in_flight == []
+
+
+def test_batches_past_the_grid_z_limit_take_more_launches(monkeypatch):
+    monkeypatch.setattr(gpu, "MAX_GRID_Z", 2)
+    names = ["china-q75-420", "flower-gray", "grace_hopper-q95-444"]
+    blobs = [data.jpeg_variants()[k] for k in names]
+    be = EmuBackend()
+    got = gpu_decode(blobs, be=be)
+    assert [k for k, _, _ in be.launches] == ["jpeg_idct"] * 4 + ["jpeg_color"] * 2  # 7 planes, 3 images
+    for name, blob, g in zip(names, blobs, got, strict=True):
+        np.testing.assert_array_equal(g, _cpu(blob), err_msg=name)

@@ -265,6 +265,7 @@ def _copy(xp: Any, flat: Any, s: _Image, out: Any, d: _Image, channels: int, w: 
 
 PDESC_LEN = 8
 IDESC_LEN = 32
+MAX_GRID_Z = 65535
 C_LEN = 7
 # (swap axes, flip x, flip y) of EXIF orientations 1-8, as fastprep's CPU path applies them.
 _ORIENT = {
@@ -397,14 +398,17 @@ def run_jpeg_decode(
         idesc.append(row)
     planes = xp.empty(max(plane_bytes, 1), dtype="uint8")
     pd = np.asarray(pdesc, np.int64)
-    max_wb, max_hb = int(pd[:, 2].max()), int(pd[:, 3].max())
-    grid = (-(-max_wb // BLOCK[0]), -(-max_hb // BLOCK[1]), len(pdesc))
     q = backend.asarray(np.concatenate(quant))
-    backend.launch(source, {}, "jpeg_idct", grid, (coefs, q, planes, backend.asarray(pd)))
-    max_w = max(p.width for p in plans)
-    max_h = max(p.height for p in plans)
-    grid = (-(-max_w // BLOCK[0]), -(-max_h // BLOCK[1]), len(plans))
-    backend.launch(source, {}, "jpeg_color", grid, (planes, dst, backend.asarray(np.stack(idesc))))
+    # Grid z is one plane / one image; CUDA allows 65535, so a larger batch takes more launches.
+    for lo in range(0, len(pd), MAX_GRID_Z):
+        part = pd[lo : lo + MAX_GRID_Z]
+        grid = (-(-int(part[:, 2].max()) // BLOCK[0]), -(-int(part[:, 3].max()) // BLOCK[1]), len(part))
+        backend.launch(source, {}, "jpeg_idct", grid, (coefs, q, planes, backend.asarray(part)))
+    ides = np.stack(idesc)
+    for lo in range(0, len(plans), MAX_GRID_Z):
+        sub = plans[lo : lo + MAX_GRID_Z]
+        grid = (-(-max(p.width for p in sub) // BLOCK[0]), -(-max(p.height for p in sub) // BLOCK[1]), len(sub))
+        backend.launch(source, {}, "jpeg_color", grid, (planes, dst, backend.asarray(ides[lo : lo + MAX_GRID_Z])))
 
 
 class CupyBackend:
