@@ -21,7 +21,11 @@ import fastprep
 from fastprep import gpu
 
 HERE = Path(__file__).parent / "cuda"
-HARNESSES = {"resize.cu": HERE / "resize_harness.cpp", "normalize.cu": HERE / "normalize_harness.cpp"}
+HARNESSES = {
+    "resize.cu": HERE / "resize_harness.cpp",
+    "normalize.cu": HERE / "normalize_harness.cpp",
+    "jpeg_idct.cu": HERE / "jpeg_idct_harness.cpp",
+}
 _CACHE = Path(os.environ.get("FASTPREP_TEST_CACHE", Path(tempfile.gettempdir()) / "fastprep-tests")) / "cuda-emu"
 _LOCK = threading.Lock()
 _LIBS: dict[str, ctypes.CDLL] = {}

@@ -85,3 +85,19 @@ def test_torch_tensor_in_dlpack_out():
     assert back.is_cuda and tuple(back.shape) == (2, 40, 50, 3)
     want = fastprep.resize(t[0].cpu().numpy(), (50, 40), filter="bilinear")
     np.testing.assert_array_equal(back[0].cpu().numpy(), want)
+
+
+@pytest.mark.parametrize("draft", [False, True])
+def test_preprocess_cuda_decodes_jpegs_on_the_gpu_equal_to_the_cpu(draft):
+    import cupy
+
+    from . import image_data as data
+
+    v = data.jpeg_variants()
+    blobs = [v[k] for k in ("china-q75-420", "flower-prog-422", "grace_hopper-gray", "china-odd-420")]
+    blobs += [v["china-1920x1080-420"], v["china-cmyk"], data.png_variants()["rgb8"]]
+    blobs += [data.jpeg_with_orientation(data.photos()["flower.jpg"][:300, :400], 6)]
+    for _ in range(2):  # the second call reuses the pinned staging block
+        got = fastprep.preprocess(blobs, device="cuda", draft=draft)
+        assert isinstance(got, cupy.ndarray)
+        np.testing.assert_array_equal(cupy.asnumpy(got), fastprep.preprocess(blobs, draft=draft))

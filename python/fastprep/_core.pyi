@@ -54,6 +54,15 @@ def decode_images(
 def preprocess_into(
     items: list[bytes], out: Any, settings: dict[str, Any], num_threads: int | None = None
 ) -> tuple[list[tuple[str, str] | None], list[tuple[int, int, int]]]: ...
+def jpeg_layouts(
+    items: list[bytes],
+    max_pixels: int | None = ...,
+    apply_exif_orientation: bool = True,
+    num_threads: int | None = None,
+) -> list[dict[str, Any] | tuple[str, str]]: ...
+def jpeg_coefficients_into(
+    items: list[bytes], offsets: list[int], out: Any, num_threads: int | None = None
+) -> list[tuple[str, str] | None]: ...
 
 DEFAULT_MAX_PIXELS: Final[int]
 

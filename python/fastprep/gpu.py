@@ -1,9 +1,12 @@
-"""GPU image preprocessing through CuPy: ``gpu_resize``.
+"""GPU image preprocessing through CuPy: ``gpu_resize`` and ``preprocess(device="cuda")``.
 
 The kernels are the CUDA sources of the repository's ``cuda/`` (shipped inside the extension),
 compiled at run time by CuPy's NVRTC once per device and parameter set, then cached. The resize
 weights come from the CPU path's own code (``fastprep._core.resize_tables``), so the GPU result
-equals ``fastprep.resize``, and so Pillow's, byte for byte for uint8.
+equals ``fastprep.resize``, and so Pillow's, byte for byte for uint8. JPEGs are decoded from
+their quantized DCT coefficients (entropy-decoded on the CPU by libjpeg-turbo) by kernels that
+follow libjpeg-turbo's integer IDCT and upsampling exactly (``cuda/jpeg_idct.cu``), so
+``preprocess(device="cuda")`` equals the CPU pipeline too.
 
 Everything runs on the caller's current CuPy stream; the result is a CuPy array (DLPack-exportable,
 so ``torch.from_dlpack(out)`` shares it). Nothing goes back to the host.
@@ -22,8 +25,8 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from . import _core
-from .errors import DeviceUnavailableError
-from .image import MAX_IMAGE_PIXELS, Filter, decode_batch
+from .errors import DecodeError, DeviceUnavailableError
+from .image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _limit, decode_batch
 from .kernels import kernel_source
 
 __all__ = ["gpu_preprocess", "gpu_resize"]
@@ -258,6 +261,156 @@ def _copy(xp: Any, flat: Any, s: _Image, out: Any, d: _Image, channels: int, w: 
     ]
 
 
+# --- JPEG: DCT stages on the GPU -------------------------------------------------------------
+
+PDESC_LEN = 8
+IDESC_LEN = 32
+MAX_GRID_Z = 65535
+C_LEN = 7
+# (swap axes, flip x, flip y) of EXIF orientations 1-8, as fastprep's CPU path applies them.
+_ORIENT = {
+    1: (False, False, False),
+    2: (False, True, False),
+    3: (False, True, True),
+    4: (False, False, True),
+    5: (True, False, False),
+    6: (True, False, True),
+    7: (True, True, True),
+    8: (True, True, False),
+}
+
+
+@dataclass
+class _Plane:
+    """One component as libjpeg-turbo decodes it at a given scale."""
+
+    wb: int  # blocks per row and block rows (libjpeg's width_in_blocks / height_in_blocks)
+    hb: int
+    scale: int  # DCT_scaled_size: 8, 4, 2 or 1
+    dw: int  # downsampled_width / downsampled_height: the real samples
+    dh: int
+    mode: int  # 0 full size, 1 replicate, 2 h2v1 fancy, 3 h1v2 fancy, 4 h2v2 fancy
+    hx: int
+    vy: int
+    quant: bytes
+
+
+@dataclass
+class JpegPlan:
+    """How one JPEG decodes on the GPU at 1/denom scale: its planes and its output size."""
+
+    width: int  # the decoded (scaled) image, before orientation
+    height: int
+    denom: int
+    orientation: int
+    planes: list[_Plane]
+
+    @property
+    def coefficients(self) -> int:
+        return sum(p.wb * p.hb * 64 for p in self.planes)
+
+    @property
+    def oriented_size(self) -> tuple[int, int]:
+        """(width, height) of the decoded image after EXIF orientation."""
+        return (self.height, self.width) if _ORIENT[self.orientation][0] else (self.width, self.height)
+
+
+def plan_jpeg(layout: dict[str, Any], denom: int = 1) -> JpegPlan | None:
+    """libjpeg-turbo's decoding set-up for one file (jdmaster.c jpeg_calc_output_dimensions and
+    jdsample.c jinit_upsampler): per component the DCT scale, the real sample size and the
+    upsampler. None for what the kernels do not decode (CMYK, RGB-coded files, odd samplings,
+    progressive files libjpeg-turbo block-smooths): those go through the CPU decoder."""
+    if layout["color_space"] not in ("gray", "ycbcr") or denom not in (1, 2, 4, 8) or layout["block_smoothing"]:
+        return None
+    w, h, max_h, max_v = layout["width"], layout["height"], layout["max_h"], layout["max_v"]
+    min_s = 8 // denom
+    fancy = min_s > 1  # do_fancy: fancy upsampling is off at 1/8
+    planes = []
+    for _id, ch, cv, wb, hb, quant in layout["components"]:
+        # Chroma is scaled up in the IDCT where the sampling ratio allows (jdmaster.c), so that
+        # the upsampler has less to do.
+        s = min_s
+        while s < 8 and (max_h * min_s) % (ch * s * 2) == 0 and (max_v * min_s) % (cv * s * 2) == 0:
+            s *= 2
+        dw = -(-w * ch * s // (max_h * 8))
+        dh = -(-h * cv * s // (max_v * 8))
+        h_in, v_in = ch * s // min_s, cv * s // min_s
+        hx, vy = 1, 1
+        if h_in == max_h and v_in == max_v:
+            mode = 0
+        elif h_in * 2 == max_h and v_in == max_v and fancy and dw > 2:
+            mode = 2
+        elif h_in == max_h and v_in * 2 == max_v and fancy:
+            mode = 3
+        elif h_in * 2 == max_h and v_in * 2 == max_v and fancy and dw > 2:
+            mode = 4
+        elif max_h % h_in == 0 and max_v % v_in == 0:
+            mode, hx, vy = 1, max_h // h_in, max_v // v_in
+        else:
+            return None
+        planes.append(_Plane(wb, hb, s, dw, dh, mode, hx, vy, quant))
+    return JpegPlan(-(-w // denom), -(-h // denom), denom, layout["orientation"], planes)
+
+
+def _affine(plan: JpegPlan, offset: int) -> tuple[int, int, int]:
+    """(byte offset of decoded pixel (0, 0), byte step per x, per y) in the oriented RGB image
+    packed at `offset`: the CPU path's `orient` (output (ox, oy) reads source (sx, sy)) inverted."""
+    swap, fx, fy = _ORIENT[plan.orientation]
+    w, h = plan.width, plan.height
+    ow = h if swap else w
+    ax, ay = (ow * 3, 3) if swap else (3, ow * 3)  # byte steps of the source's x and y axes
+    base = offset
+    if fx:
+        base += (w - 1) * ax
+        ax = -ax
+    if fy:
+        base += (h - 1) * ay
+        ay = -ay
+    return base, ax, ay
+
+
+def run_jpeg_decode(
+    backend: Backend, coefs: Any, plans: list[JpegPlan], coef_offsets: list[int], dst: Any, dst_offsets: list[int]
+) -> None:
+    """Decodes the JPEGs whose coefficients (int16) are at coef_offsets[i] of `coefs` (a device
+    array) into packed, oriented RGB at byte dst_offsets[i] of `dst` (uint8): one IDCT launch for
+    every component plane of the batch, one upsampling + colour launch for every image."""
+    import numpy as np
+
+    xp = backend.xp
+    source = kernel_source("jpeg_idct.cu")
+    pdesc: list[tuple[int, ...]] = []
+    idesc: list[Any] = []
+    quant: list[Any] = []
+    plane_bytes = 0
+    for plan, coff, doff in zip(plans, coef_offsets, dst_offsets, strict=True):
+        row = np.zeros(IDESC_LEN, np.int64)
+        base, dx, dy = _affine(plan, doff)
+        row[:6] = (plan.width, plan.height, len(plan.planes), base, dx, dy)
+        for c, p in enumerate(plan.planes):
+            pitch = p.wb * p.scale
+            pdesc.append((coff, 64 * len(quant), p.wb, p.hb, plane_bytes, pitch, p.scale, 0))
+            # libjpeg's ISLOW_MULT_TYPE is a short: a 16-bit table value wraps as it does there.
+            quant.append(np.frombuffer(p.quant, np.uint16).view(np.int16).astype(np.int32))
+            row[6 + c * C_LEN : 6 + (c + 1) * C_LEN] = (plane_bytes, pitch, p.dw, p.dh, p.mode, p.hx, p.vy)
+            coff += p.wb * p.hb * 64
+            plane_bytes += pitch * p.hb * p.scale
+        idesc.append(row)
+    planes = xp.empty(max(plane_bytes, 1), dtype="uint8")
+    pd = np.asarray(pdesc, np.int64)
+    q = backend.asarray(np.concatenate(quant))
+    # Grid z is one plane / one image; CUDA allows 65535, so a larger batch takes more launches.
+    for lo in range(0, len(pd), MAX_GRID_Z):
+        part = pd[lo : lo + MAX_GRID_Z]
+        grid = (-(-int(part[:, 2].max()) // BLOCK[0]), -(-int(part[:, 3].max()) // BLOCK[1]), len(part))
+        backend.launch(source, {}, "jpeg_idct", grid, (coefs, q, planes, backend.asarray(part)))
+    ides = np.stack(idesc)
+    for lo in range(0, len(plans), MAX_GRID_Z):
+        sub = plans[lo : lo + MAX_GRID_Z]
+        grid = (-(-max(p.width for p in sub) // BLOCK[0]), -(-max(p.height for p in sub) // BLOCK[1]), len(sub))
+        backend.launch(source, {}, "jpeg_color", grid, (planes, dst, backend.asarray(ides[lo : lo + MAX_GRID_Z])))
+
+
 class CupyBackend:
     """CuPy: kernels compiled by NVRTC once per (device, defines), launched on the current stream."""
 
@@ -277,9 +430,48 @@ class CupyBackend:
         self.xp = cupy
         self._modules: dict[tuple[Any, ...], Any] = {}
         self._lock = threading.Lock()
+        self._pinned: dict[int, Any] = {}
+        self._in_flight: list[tuple[Any, Any]] = []
 
     def asarray(self, obj: Any) -> Any:
         return self.xp.asarray(obj)
+
+    def staging(self, nbytes: int) -> tuple[Any, Any]:
+        """A pinned host buffer of `nbytes` (a numpy view of a block of a fastprep BlockPool of
+        kind "pinned", one pool per power-of-two size from 1 MiB), and the function that hands
+        the block back once the copy reading it has finished on the current stream: the block
+        is kept with a CUDA event and dropped (so returned to its pool) when the event is done."""
+        import numpy as np
+
+        from ._core import BlockPool
+
+        self._reap()
+        size = max(1 << 20, 1 << (max(nbytes, 1) - 1).bit_length())
+        with self._lock:
+            pool = self._pinned.get(size)
+            if pool is None:
+                pool = BlockPool(size, 2, kind="pinned", grow=True, alignment=4096)
+                self._pinned[size] = pool
+        block: Any = pool.acquire()
+        view = np.frombuffer(block, np.uint8, count=max(nbytes, 1))
+        held = [block]  # the closure lets go of the block once called
+
+        def release() -> None:
+            if held:
+                event = self.xp.cuda.get_current_stream().record()
+                with self._lock:
+                    self._in_flight.append((event, held.pop()))
+
+        del block
+        return view, release
+
+    def upload(self, dst: Any, host: Any, nbytes: int) -> None:
+        """dst[:nbytes] = host[:nbytes], asynchronous on the current stream (host is pinned)."""
+        dst[:nbytes].set(host[:nbytes], stream=self.xp.cuda.get_current_stream())
+
+    def _reap(self) -> None:
+        with self._lock:
+            self._in_flight = [(e, b) for e, b in self._in_flight if not e.done]
 
     def launch(
         self, source: str, defines: dict[str, int], kernel: str, grid: tuple[int, int, int], args: tuple[Any, ...]
@@ -409,6 +601,23 @@ def _resized_size(shorter: int | None, size: tuple[int, int] | None, w: int, h: 
     return (shorter, int(shorter * h / w)) if w <= h else (int(shorter * w / h), shorter)
 
 
+def _draft_denom(layout: dict[str, Any], shorter: int | None, size: tuple[int, int] | None) -> int:
+    """The CPU pipeline's draft scale (pipeline.rs `draft_denominator`, Pillow's `draft`): the
+    largest of 8, 4, 2, 1 not above the stored size over the target, the target computed from
+    the oriented full-size image and turned back to the stored orientation."""
+    sw, sh = layout["width"], layout["height"]
+    swapped = layout["orientation"] >= 5
+    w, h = (sh, sw) if swapped else (sw, sh)
+    rw, rh = _resized_size(shorter, size, w, h)
+    tw, th = (rh, rw) if swapped else (rw, rh)
+    scale = min(sw // max(tw, 1), sh // max(th, 1))
+    return next(a for a in (8, 4, 2, 1) if scale >= a)
+
+
+def _align(n: int, to: int = 256) -> int:
+    return -(-n // to) * to
+
+
 def gpu_preprocess(
     images: Sequence[bytes],
     *,
@@ -420,6 +629,7 @@ def gpu_preprocess(
     layout: Literal["NCHW", "NHWC"] = "NCHW",
     dtype: Literal["float32", "float16", "uint8"] = "float32",
     filter: Filter = "bilinear",
+    draft: bool = False,
     num_threads: int | None = None,
     on_error: Literal["raise", "skip"] = "raise",
     max_pixels: int | None = MAX_IMAGE_PIXELS,
@@ -428,10 +638,15 @@ def gpu_preprocess(
 ) -> Any:
     """``preprocess(..., device="cuda")``: the same batch as the CPU pipeline, made on the GPU.
 
-    Today the images are decoded on the CPU (Rust, in parallel, GIL released), packed and copied
-    to the GPU once; resize (only the crop window), crop and normalize run as CUDA kernels writing
-    the batch in place, and nothing returns to the host. (Decoding JPEG's DCT stages on the GPU is
-    the next step.) Returns a CuPy array, and with ``on_error="skip"`` an ``ok`` mask too.
+    JPEGs (gray and YCbCr, every sampling) are entropy-decoded on the CPU by libjpeg-turbo (Rust,
+    in parallel, GIL released) into one staging buffer of quantized DCT coefficients (pinned, from
+    a fastprep BlockPool, with CuPy), copied to the GPU once per batch; CUDA kernels then do the
+    dequantization and IDCT (the scaled 1/2, 1/4, 1/8 IDCTs with ``draft=True``, as the CPU
+    pipeline's draft mode), chroma upsampling, YCbCr to RGB and EXIF orientation, and resize
+    (only the crop window), crop and normalize write the batch in place. The pixels equal the
+    CPU pipeline's: the kernels follow libjpeg-turbo's ISLOW IDCT and fancy upsampling exactly.
+    Other files (PNG, CMYK JPEGs) are decoded on the CPU and travel in the same upload. Nothing
+    returns to the host. Returns a CuPy array, and with ``on_error="skip"`` an ``ok`` mask too.
     """
     import numpy as np
 
@@ -449,32 +664,107 @@ def gpu_preprocess(
         raise ValueError(f"dtype must be float32, float16 or uint8 and layout NCHW or NHWC, got {dtype!r}, {layout!r}")
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
-    decoded = decode_batch(
-        images, mode="RGB", apply_exif_orientation=apply_exif_orientation, max_pixels=max_pixels,
-        num_threads=num_threads, on_error="skip",
-    )  # fmt: skip
-    failed = [i for i, d in enumerate(decoded) if d is None]
-    if failed and on_error == "raise":
-        decode_batch([images[i] for i in failed[:1]], max_pixels=max_pixels)  # raises with the reason
-    n = len(decoded)
-    ok_idx = [i for i, d in enumerate(decoded) if d is not None]
-    srcs, targets, windows, parts, offset = [], [], [], [], 0
-    for i in ok_idx:
+    blobs = [_as_bytes(d, i) for i, d in enumerate(images)]
+    n = len(blobs)
+    limit = _limit(max_pixels)
+    layouts = _core.jpeg_layouts(blobs, limit, apply_exif_orientation, num_threads) if blobs else []
+    # The JPEGs the kernels decode, with their plans; the rest go through the CPU decoder.
+    plans: dict[int, JpegPlan] = {}
+    for i, lay in enumerate(layouts):
+        if isinstance(lay, dict):
+            denom = _draft_denom(lay, resize_shorter, size) if draft else 1
+            plan = plan_jpeg(lay, denom)
+            if plan is not None:
+                plans[i] = plan
+    coef_offsets: dict[int, int] = {}
+    coef_bytes = 0
+    for i, plan in plans.items():
+        coef_offsets[i] = coef_bytes
+        coef_bytes += _align(2 * plan.coefficients)
+    # The CPU decodes go first: the staging buffer holds the coefficients, then their pixels.
+    cpu_idx = [i for i in range(n) if i not in plans]
+    decoded = _cpu_decode(
+        blobs, cpu_idx, layouts, draft, resize_shorter, size, limit, apply_exif_orientation, num_threads
+    )
+    pix_offsets: dict[int, int] = {}
+    staged = coef_bytes
+    for i, a in decoded.items():
+        if a is not None:
+            pix_offsets[i] = staged
+            staged += _align(a.size)
+    host, release = _staging(be, staged)
+    late: dict[int, Any] = {}
+    if plans:
+        jpeg_idx = list(plans)
+        errors = _core.jpeg_coefficients_into(
+            [blobs[i] for i in jpeg_idx], [coef_offsets[i] for i in jpeg_idx], host, num_threads
+        )
+        refused = [i for i, e in zip(jpeg_idx, errors, strict=True) if e is not None]
+        for i in refused:  # the CPU decoder has the last word on a file the coefficient reader refused
+            del plans[i]
+        late = _cpu_decode(blobs, refused, layouts, draft, resize_shorter, size, limit, apply_exif_orientation, 1)
+        decoded.update(late)
+    for i, off in pix_offsets.items():
         a = decoded[i]
-        h, w = a.shape[:2]
-        tw, th = _resized_size(resize_shorter, size, w, h)
-        if cw > tw or ch > th:
-            raise ValueError(f"crop {cw}x{ch} does not fit in the resized {tw}x{th} image {i}")
-        windows.append((round((tw - cw) / 2.0), round((th - ch) / 2.0), cw, ch))
-        targets.append((tw, th))
-        srcs.append(_Image(offset, h, w, w * 3, 3, 1))
-        parts.append(a.reshape(-1))
-        offset += a.size
+        host[off : off + a.size] = a.reshape(-1)
+    ok_idx = sorted([*plans, *(i for i, a in decoded.items() if a is not None)])
+    failed = [i for i in range(n) if i not in ok_idx]
+    if failed and on_error == "raise":
+        release()
+        decode_batch([blobs[i] for i in failed[:1]], max_pixels=max_pixels)  # raises with the reason
+    # After the uploaded part of the device buffer: the decoded JPEGs, then (rarely) the pixels of
+    # JPEGs only the CPU decoder could read.
+    rgb_offsets: dict[int, int] = {}
+    off = staged
+    for i, plan in plans.items():
+        rgb_offsets[i] = off
+        off += _align(plan.width * plan.height * 3)
+    for i, a in late.items():
+        if a is not None:
+            pix_offsets[i] = off
+            off += _align(a.size)
     per = cw * ch * 3
     shape = (n, 3, ch, cw) if layout == "NCHW" else (n, ch, cw, 3)
     result = xp.zeros(n * per, dtype=dtype)
     if ok_idx:
-        flat = be.asarray(np.concatenate(parts))  # the one host-to-device copy
+        flat = xp.empty(max(off, 1), dtype="uint8")
+        _upload(be, flat, host, staged)  # the one host-to-device copy of the batch
+        release()
+        for i, a in late.items():
+            if a is not None:
+                flat[pix_offsets[i] : pix_offsets[i] + a.size] = be.asarray(a.reshape(-1))
+        if plans:
+            idx = list(plans)
+            coefs = flat[:coef_bytes].view(xp.int16)
+            run_jpeg_decode(
+                be,
+                coefs,
+                [plans[i] for i in idx],
+                [coef_offsets[i] // 2 for i in idx],
+                flat,
+                [rgb_offsets[i] for i in idx],
+            )
+        srcs, targets, windows = [], [], []
+        for i in ok_idx:
+            if i in plans:
+                lay = layouts[i]
+                assert isinstance(lay, dict)
+                swap = plans[i].orientation >= 5
+                fw, fh = (lay["height"], lay["width"]) if swap else (lay["width"], lay["height"])
+                w, h = plans[i].oriented_size
+                start = rgb_offsets[i]
+            else:
+                h, w = decoded[i].shape[:2]
+                fw, fh = _full_size(layouts[i], w, h, draft)
+                start = pix_offsets[i]
+            # The target comes from the full-size image, also after a draft decode (as the CPU
+            # pipeline does, so that draft and exact mode crop the same region).
+            tw, th = _resized_size(resize_shorter, size, fw, fh)
+            if cw > tw or ch > th:
+                raise ValueError(f"crop {cw}x{ch} does not fit in the resized {tw}x{th} image {i}")
+            windows.append((round((tw - cw) / 2.0), round((th - ch) / 2.0), cw, ch))
+            targets.append((tw, th))
+            srcs.append(_Image(start, h, w, w * 3, 3, 1))
         crops = xp.empty(len(ok_idx) * per, dtype="uint8")
         outs = [_Image(k * per, ch, cw, cw * 3, 3, 1) for k in range(len(ok_idx))]
         run_resize(be, flat, srcs, 3, "uint8", targets, windows, filter, True, crops, outs)
@@ -497,9 +787,78 @@ def gpu_preprocess(
         else:
             result = result.reshape(n, per)
             result[xp.asarray(np.asarray(ok_idx))] = dense
+    else:
+        release()
     batch = result.reshape(shape)
     if on_error == "skip":
         ok = np.zeros(n, bool)
         ok[ok_idx] = True
         return batch, ok
     return batch
+
+
+def _full_size(layout: dict[str, Any] | tuple[str, str], w: int, h: int, draft: bool) -> tuple[int, int]:
+    """The oriented full-size (width, height) of a CPU-decoded image of (w, h): a JPEG decoded
+    at a draft scale is as large as its header says."""
+    if not draft or not isinstance(layout, dict):
+        return w, h
+    swap = layout["orientation"] >= 5
+    return (layout["height"], layout["width"]) if swap else (layout["width"], layout["height"])
+
+
+def _cpu_decode(
+    blobs: list[bytes],
+    idx: list[int],
+    layouts: list[dict[str, Any] | tuple[str, str]],
+    draft: bool,
+    shorter: int | None,
+    size: tuple[int, int] | None,
+    limit: int | None,
+    apply_exif_orientation: bool,
+    num_threads: int | None,
+) -> dict[int, Any]:
+    """RGB arrays (None for a failure) of the images the kernels do not decode: in one parallel
+    batch, except JPEGs that draft mode decodes at a reduced scale (CMYK and the like)."""
+    import numpy as np
+
+    out: dict[int, Any] = {}
+    scaled = {}
+    for i in idx:
+        lay = layouts[i]
+        denom = _draft_denom(lay, shorter, size) if draft and isinstance(lay, dict) else 1
+        if denom > 1:
+            scaled[i] = denom
+    plain = [i for i in idx if i not in scaled]
+    if plain:
+        arrays = decode_batch(
+            [blobs[i] for i in plain], mode="RGB", apply_exif_orientation=apply_exif_orientation,
+            max_pixels=limit, num_threads=num_threads, on_error="skip",
+        )  # fmt: skip
+        out.update(zip(plain, arrays, strict=True))
+    for i, denom in scaled.items():
+        try:
+            out[i] = np.asarray(_core.decode_image(blobs[i], "RGB", apply_exif_orientation, limit, denom))
+        except DecodeError:
+            out[i] = None
+    return out
+
+
+def _staging(backend: Backend, nbytes: int) -> tuple[Any, Any]:
+    """A host buffer of `nbytes` for the batch's upload and the function that gives it back:
+    pinned memory from a fastprep BlockPool where the backend has one, else a numpy array."""
+    make = getattr(backend, "staging", None)
+    if make is not None:
+        return make(nbytes)  # type: ignore[no-any-return]
+    import numpy as np
+
+    return np.zeros(max(nbytes, 1), np.uint8), lambda: None
+
+
+def _upload(backend: Backend, dst: Any, host: Any, nbytes: int) -> None:
+    if nbytes == 0:
+        return
+    put = getattr(backend, "upload", None)
+    if put is not None:
+        put(dst, host, nbytes)
+    else:
+        dst[:nbytes] = host[:nbytes]

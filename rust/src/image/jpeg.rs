@@ -23,38 +23,53 @@ impl Drop for Handle {
 
 thread_local! {
     static HANDLE: RefCell<Option<Handle>> = const { RefCell::new(None) };
+    static TRANSFORM: RefCell<Option<Handle>> = const { RefCell::new(None) };
+}
+
+fn with_slot<R, E: From<DecodeError>>(
+    slot: &RefCell<Option<Handle>>,
+    kind: tj::TJINIT,
+    f: impl FnOnce(tj::tjhandle) -> Result<R, E>,
+) -> Result<R, E> {
+    let mut slot = slot.borrow_mut();
+    if slot.is_none() {
+        // SAFETY: plain constructor; a null return is checked.
+        let h = unsafe { tj::tj3Init(kind as i32) };
+        if h.is_null() {
+            return Err(DecodeError::Resources(
+                "could not create a libjpeg-turbo decompressor".into(),
+            )
+            .into());
+        }
+        // SAFETY: a live handle; the parameter exists in TurboJPEG 3.
+        unsafe { tj::tj3Set(h, tj::TJPARAM_TJPARAM_SCANLIMIT as i32, SCAN_LIMIT) };
+        *slot = Some(Handle(h));
+    }
+    let result = f(slot.as_ref().map_or(std::ptr::null_mut(), |h| h.0));
+    if result.is_err() {
+        // libjpeg keeps state across images in one decompressor (Huffman and quantization
+        // tables, for abbreviated streams); after a corrupt file that state can poison the
+        // next good one, so a failed handle is replaced.
+        *slot = None;
+    }
+    result
 }
 
 fn with_handle<R, E: From<DecodeError>>(
     f: impl FnOnce(tj::tjhandle) -> Result<R, E>,
 ) -> Result<R, E> {
-    HANDLE.with(|cell| {
-        let mut slot = cell.borrow_mut();
-        if slot.is_none() {
-            // SAFETY: plain constructor; a null return is checked.
-            let h = unsafe { tj::tj3Init(tj::TJINIT_TJINIT_DECOMPRESS as i32) };
-            if h.is_null() {
-                return Err(DecodeError::Resources(
-                    "could not create a libjpeg-turbo decompressor".into(),
-                )
-                .into());
-            }
-            // SAFETY: a live handle; the parameter exists in TurboJPEG 3.
-            unsafe { tj::tj3Set(h, tj::TJPARAM_TJPARAM_SCANLIMIT as i32, SCAN_LIMIT) };
-            *slot = Some(Handle(h));
-        }
-        let result = f(slot.as_ref().map_or(std::ptr::null_mut(), |h| h.0));
-        if result.is_err() {
-            // libjpeg keeps state across images in one decompressor (Huffman and quantization
-            // tables, for abbreviated streams); after a corrupt file that state can poison the
-            // next good one, so a failed handle is replaced.
-            *slot = None;
-        }
-        result
-    })
+    HANDLE.with(|cell| with_slot(cell, tj::TJINIT_TJINIT_DECOMPRESS, f))
 }
 
-fn error_string(h: tj::tjhandle) -> String {
+/// A thread's TurboJPEG handle for lossless transformation (which is how the quantized DCT
+/// coefficients are read: `jpeg_coeffs`).
+pub(super) fn with_transform_handle<R>(
+    f: impl FnOnce(tj::tjhandle) -> Result<R, DecodeError>,
+) -> Result<R, DecodeError> {
+    TRANSFORM.with(|cell| with_slot(cell, tj::TJINIT_TJINIT_TRANSFORM, f))
+}
+
+pub(super) fn error_string(h: tj::tjhandle) -> String {
     // SAFETY: TurboJPEG returns a pointer to a NUL-terminated string owned by the handle.
     unsafe {
         let p = tj::tj3GetErrorStr(h);
@@ -100,31 +115,34 @@ pub struct Rect {
     pub y1: usize,
 }
 
-/// Whether a frame header (SOFn) and then the start of a scan (a whole SOS header) come before
-/// the data ends. TurboJPEG reports success for a "tables-only" stream, which is also what a file
-/// cut before its SOF or SOS looks like, and leaves the previous image's size (and a stale
-/// warning flag) in the handle, so that a file cut there could come out as the previous image's
-/// size filled with grey: this walk of the markers decides first.
-fn has_frame_and_scan(data: &[u8]) -> bool {
+/// Whether a frame header (SOFn) and then the first scan header (SOS) come before the data ends.
+/// TurboJPEG reports success for a "tables-only" stream, which is also what a file cut before its
+/// first scan looks like, and leaves the previous image's size in the handle (and, cut after the
+/// SOF, a handle that reads the next file as 0x0): so this walk of the markers decides first.
+fn has_frame_header(data: &[u8]) -> bool {
     let mut i = 2;
-    let mut frame = false;
+    let mut sof = false;
     while i + 4 <= data.len() {
         if data[i] != 0xFF {
-            return false;
+            // Stray bytes between markers: libjpeg skips them with a warning; judge by what the
+            // walk saw so far.
+            return sof;
         }
         let marker = data[i + 1];
-        let len = usize::from(u16::from_be_bytes([data[i + 2], data[i + 3]]));
         match marker {
             0xFF => {
                 i += 1;
                 continue;
             }
-            0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => frame = true,
-            0xDA => return frame && i + 2 + len <= data.len(),
+            0xC0..=0xC3 | 0xC5..=0xC7 | 0xC9..=0xCB | 0xCD..=0xCF => sof = true,
             0xD9 => return false,
             _ => {}
         }
-        i += 2 + len;
+        i += 2 + usize::from(u16::from_be_bytes([data[i + 2], data[i + 3]]));
+        if marker == 0xDA {
+            // The whole scan header, not a file cut inside it.
+            return sof && i <= data.len();
+        }
     }
     false
 }
@@ -132,7 +150,7 @@ fn has_frame_and_scan(data: &[u8]) -> bool {
 /// A non-zero TurboJPEG return: fatal, or a warning that still left a complete result (libjpeg's
 /// "corrupt data: N extraneous bytes" kind, which Pillow ignores too). Running out of data is
 /// refused, as Pillow refuses it ("image file is truncated").
-fn check(h: tj::tjhandle, rc: i32) -> Result<(), DecodeError> {
+pub(super) fn check(h: tj::tjhandle, rc: i32) -> Result<(), DecodeError> {
     if rc == 0 {
         return Ok(());
     }
@@ -152,11 +170,11 @@ fn check(h: tj::tjhandle, rc: i32) -> Result<(), DecodeError> {
     }
 }
 
-fn header(h: tj::tjhandle, data: &[u8]) -> Result<JpegInfo, DecodeError> {
-    if !has_frame_and_scan(data) {
+pub(super) fn header(h: tj::tjhandle, data: &[u8]) -> Result<JpegInfo, DecodeError> {
+    if !has_frame_header(data) {
         return Err(DecodeError::Truncated(
             "JPEG",
-            "no frame header (SOF) and scan (SOS) before the data ends".into(),
+            "the data ends before the frame header (SOF) and the first scan (SOS)".into(),
         ));
     }
     // SAFETY: `data` is a valid slice for the duration of the call.

@@ -2,6 +2,7 @@
 //! and Pillow-exact convolution resize (`resize`).
 pub mod decode;
 mod jpeg;
+pub mod jpeg_coeffs;
 pub mod pipeline;
 mod png;
 pub mod resize;

@@ -2,6 +2,7 @@
 use super::buffer::PixelBuffer;
 use super::threads;
 use crate::error::{DecodeError as CoreDecodeError, ImageError};
+use crate::image::jpeg_coeffs;
 use crate::image::pipeline::{process_one, DType, Layout, Resize, Spec, StageTimes, Tables};
 use crate::image::{
     decode, resize_window_u8 as resize_window, DecodeOptions, Filter, Image, Mode, Window,
@@ -10,7 +11,7 @@ use crate::image::{
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyDict};
 
 impl From<ImageError> for PyErr {
     fn from(e: ImageError) -> Self {
@@ -439,4 +440,168 @@ pub fn resize_vertical_first(
     out_height: usize,
 ) -> bool {
     out_width != width && crate::image::resize::vertical_first(width, height, out_width, out_height)
+}
+
+fn jpeg_layout_dict<'py>(
+    py: Python<'py>,
+    layout: &jpeg_coeffs::Layout,
+    orientation: u32,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("width", layout.width)?;
+    d.set_item("height", layout.height)?;
+    d.set_item(
+        "color_space",
+        match layout.color_space {
+            jpeg_coeffs::ColorSpace::Gray => "gray",
+            jpeg_coeffs::ColorSpace::YCbCr => "ycbcr",
+            jpeg_coeffs::ColorSpace::Other => "other",
+        },
+    )?;
+    d.set_item("max_h", layout.max_h)?;
+    d.set_item("max_v", layout.max_v)?;
+    d.set_item("orientation", orientation)?;
+    d.set_item("block_smoothing", layout.block_smoothing)?;
+    let comps = layout
+        .components
+        .iter()
+        .map(|c| {
+            let quant: Vec<u8> = c.quant.iter().flat_map(|v| v.to_ne_bytes()).collect();
+            (
+                c.id,
+                c.h,
+                c.v,
+                c.width_in_blocks,
+                c.height_in_blocks,
+                PyBytes::new(py, &quant),
+            )
+        })
+        .collect::<Vec<_>>();
+    d.set_item("components", comps)?;
+    Ok(d)
+}
+
+/// The layout of each JPEG for the GPU decoder: a dict (width, height, color_space "gray" /
+/// "ycbcr" / "other", max_h, max_v, EXIF orientation, components as (id, h, v, width_in_blocks,
+/// height_in_blocks, quantization table as 64 native uint16 bytes in natural order)), or for a
+/// file that cannot be read, a `(reason, message)` tuple. Parallel, GIL released.
+#[pyfunction]
+#[pyo3(signature = (items, max_pixels = Some(DEFAULT_MAX_PIXELS), apply_exif_orientation = true, num_threads = None))]
+pub fn jpeg_layouts<'py>(
+    py: Python<'py>,
+    items: Vec<Bound<'py, PyBytes>>,
+    max_pixels: Option<u64>,
+    apply_exif_orientation: bool,
+    num_threads: Option<usize>,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let slices: Vec<&[u8]> = items.iter().map(PyBytesMethods::as_bytes).collect();
+    let threads = threads::resolve(num_threads).min(slices.len().max(1));
+    let results = py.detach(|| {
+        threads::map(threads, &slices, |d| {
+            if !d.starts_with(&[0xFF, 0xD8, 0xFF]) {
+                return Err(CoreDecodeError::Unsupported(
+                    "JPEG",
+                    "not a JPEG file".into(),
+                ));
+            }
+            let layout = jpeg_coeffs::read_layout(d, max_pixels)?;
+            let o = if apply_exif_orientation {
+                crate::image::decode::orientation(d, crate::image::decode::Format::Jpeg, None)
+            } else {
+                1
+            };
+            Ok((layout, o))
+        })
+    });
+    results
+        .into_iter()
+        .map(|r| match r {
+            Ok((layout, o)) => Ok(jpeg_layout_dict(py, &layout, o)?.into_any()),
+            Err(e) => Ok((e.reason(), e.to_string()).into_pyobject(py)?.into_any()),
+        })
+        .collect()
+}
+
+/// Entropy-decodes each JPEG into `out` (a writable C-contiguous buffer, e.g. a pinned pool
+/// Block) at its byte offset: every component's quantized coefficients as int16, component after
+/// component, blocks row-major, 64 per block in natural order (`jpeg_layouts` gives the sizes).
+/// Parallel, GIL released. Returns, per image, None or the `(reason, message)` of its failure.
+#[pyfunction]
+#[pyo3(signature = (items, offsets, out, num_threads = None))]
+pub fn jpeg_coefficients_into(
+    py: Python<'_>,
+    items: Vec<Bound<'_, PyBytes>>,
+    offsets: Vec<usize>,
+    out: &Bound<'_, PyAny>,
+    num_threads: Option<usize>,
+) -> PyResult<Vec<Option<(&'static str, String)>>> {
+    if offsets.len() != items.len() {
+        return Err(PyValueError::new_err(format!(
+            "{} offsets for {} images",
+            offsets.len(),
+            items.len()
+        )));
+    }
+    let buf = PyBuffer::<u8>::get(out)?;
+    if buf.readonly() || !buf.is_c_contiguous() {
+        return Err(PyValueError::new_err(
+            "out must be a writable C-contiguous buffer",
+        ));
+    }
+    let base = buf.buf_ptr() as usize;
+    let total = buf.item_count();
+    if base % 2 != 0 || offsets.iter().any(|o| o % 2 != 0) {
+        return Err(PyValueError::new_err(
+            "out and every offset must be 2-byte aligned (int16 coefficients)",
+        ));
+    }
+    let slices: Vec<&[u8]> = items.iter().map(PyBytesMethods::as_bytes).collect();
+    let threads = threads::resolve(num_threads).min(slices.len().max(1));
+    let jobs: Vec<(&[u8], usize)> = slices
+        .iter()
+        .copied()
+        .zip(offsets.iter().copied())
+        .collect();
+    // Each image's region is [offset, offset + its size); sizes come from the layouts, so the
+    // bounds and the disjointness are checked once those are known.
+    let layouts: Vec<Result<jpeg_coeffs::Layout, CoreDecodeError>> =
+        py.detach(|| threads::map(threads, &slices, |d| jpeg_coeffs::read_layout(d, None)));
+    let mut regions: Vec<(usize, usize)> = jobs
+        .iter()
+        .zip(&layouts)
+        .filter_map(|((_, off), l)| {
+            l.as_ref()
+                .ok()
+                .map(|l| (*off, off + 2 * l.coefficient_count()))
+        })
+        .collect();
+    regions.sort_unstable();
+    if regions.iter().any(|&(_, end)| end > total) || regions.windows(2).any(|w| w[0].1 > w[1].0) {
+        return Err(PyValueError::new_err(
+            "the images' coefficient regions must fit in out without overlapping",
+        ));
+    }
+    let work: Vec<(&[u8], usize, Option<&jpeg_coeffs::Layout>)> = jobs
+        .iter()
+        .zip(&layouts)
+        .map(|(&(d, off), l)| (d, off, l.as_ref().ok()))
+        .collect();
+    let results: Vec<Result<(), CoreDecodeError>> = py.detach(|| {
+        threads::map(threads, &work, |&(d, off, layout)| {
+            let Some(layout) = layout else {
+                return jpeg_coeffs::read_layout(d, None).map(|_| ());
+            };
+            let n = layout.coefficient_count();
+            // SAFETY: `buf` keeps the writable memory alive and in place until it drops after
+            // this closure; the regions were checked to lie inside it, 2-byte aligned and
+            // pairwise disjoint, so each thread writes its own.
+            let dst = unsafe { std::slice::from_raw_parts_mut((base + off) as *mut i16, n) };
+            jpeg_coeffs::read_coefficients(d, layout, dst)
+        })
+    });
+    drop(buf);
+    Ok(results
+        .into_iter()
+        .map(|r| r.err().map(|e| (e.reason(), e.to_string())))
+        .collect())
 }
