@@ -129,6 +129,21 @@ def test_portrait_images_resized_vertically_first_with_partial_decode(draft):
         _assert_batch(got, blobs, shorter=shorter, crop=crop, draft=draft)
 
 
+@pytest.mark.parametrize("keep", [1, 3, 6])
+def test_progressive_files_libjpeg_block_smooths_are_decoded_whole(keep):
+    """A progressive file whose low frequencies never got full precision (its later scans cut) is
+    block-smoothed by libjpeg-turbo over neighbouring blocks, which a partial decode would take
+    for the image's edge: such files are decoded whole, and match Pillow."""
+    blobs = []
+    for name in ("flower-prog-444", "china-prog-420"):
+        blob = data.jpeg_variants()[name]
+        starts = [i for i in range(len(blob) - 1) if blob[i] == 0xFF and blob[i + 1] == 0xDA]
+        blobs.append(blob[: starts[keep]] + b"\xff\xd9")
+    for draft in (False, True):
+        got = fastprep.preprocess(blobs, resize_shorter=200, crop=(120, 90), draft=draft)
+        _assert_batch(got, blobs, shorter=200, crop=(120, 90), draft=draft)
+
+
 def test_draft_matches_pillow_draft_and_is_close_to_exact():
     blobs = [v for k, v in data.jpeg_variants().items() if "china-" in k and "x" in k.split("-")[1]]
     blobs += [data.jpeg_variants()["china-q75-420"]]  # 640x427: no draft scale applies

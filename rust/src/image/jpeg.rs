@@ -307,7 +307,11 @@ fn decode_rect(
         }
         let d = scale_denom as usize;
         let (full_w, full_h) = (info.width.div_ceil(d), info.height.div_ceil(d));
-        let region = want.and_then(|w| region_to_decode(&info, scale_denom, w));
+        // SAFETY: a live handle whose header was just read (which sets TJPARAM_PROGRESSIVE).
+        let progressive = unsafe { tj::tj3Get(h, tj::TJPARAM_TJPARAM_PROGRESSIVE as i32) } == 1;
+        let region = want
+            .filter(|_| !(progressive && super::jpeg_coeffs::block_smoothing(data)))
+            .and_then(|w| region_to_decode(&info, scale_denom, w));
         let rect = region.unwrap_or(Rect {
             x0: 0,
             y0: 0,

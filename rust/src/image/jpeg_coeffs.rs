@@ -127,6 +127,13 @@ struct Markers {
     smoothing: bool,
 }
 
+/// Whether libjpeg-turbo block-smooths this file (a progressive file whose low frequencies never
+/// got full precision). Smoothing reads the blocks two away, which a partial decode treats as
+/// the image's edge, so such files are decoded whole; a walk that fails counts as yes.
+pub(super) fn block_smoothing(data: &[u8]) -> bool {
+    parse_markers(data).map_or(true, |m| m.smoothing)
+}
+
 /// Coefficients whose progression decides block smoothing (jdcoefct.c `SAVED_COEFS`, zigzag 0-9).
 const SAVED_COEFS: usize = 10;
 
