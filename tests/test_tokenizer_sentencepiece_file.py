@@ -8,17 +8,21 @@ disagree: Unigram models loaded this way sum their scores in float32 as Sentence
 (re-centred past 1e5 like it), so long documents break near-ties SentencePiece's way (HF sums
 float64); and a text that the converter's normalizers turn into another string than
 SentencePiece's normalizer does (HF's Precompiled reads the charsmap per grapheme cluster,
-SentencePiece by longest match over the bytes) takes SentencePiece's. Everywhere else the
-encodings are HF's, offsets included. Documents spelling a control piece (``<unk>``, ``<s>``,
-``</s>``) are left out: the conversion matches them as pieces, SentencePiece reads them as text.
+SentencePiece by longest match over the bytes) takes SentencePiece's; and text never matches a
+control, unknown, unused or byte piece (``<s>``, ``<unk>``, ``<0x41>`` written out), which the
+converted Unigram vocabulary lets text spell. Everywhere else the encodings are HF's, offsets
+included.
 """
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import fastprep
 
@@ -26,7 +30,7 @@ from . import tokenizer_data as data
 from . import tokenizer_data_spm as spm_data
 from .tokenizer_compare import diff
 
-CONTROL = ("<unk>", "<s>", "</s>")
+EDGE = ["<unk>", "<s>x</s>", "<0x41>", "▁", "  two  spaces  ", "ｆｕｌｌ ① ﬁ", "e\u0301", "\x00a", "\u3000x\t\n"]
 
 
 def _files() -> dict[str, Path]:
@@ -84,11 +88,39 @@ def test_encodings_equal_hf_on_the_conversion(model, corpus):
 
 def test_ids_equal_sentencepiece(model, corpus):
     name, fp, _, sp = model
-    docs = [d for d in [*corpus, *data.short_texts()] if not any(c in d for c in CONTROL)]
+    docs = [*corpus, *data.short_texts(), *EDGE]
     want = sp.encode(docs)
     got = [e.ids for e in fp.encode_batch(docs)]
     differ = [i for i, (w, g) in enumerate(zip(want, got, strict=True)) if w != g]
     assert not differ, f"{name}: {len(differ)}/{len(docs)} differ: {[docs[i][:40] for i in differ[:3]]}"
+
+
+CHAR = st.one_of(
+    st.characters(codec="utf-8"),
+    st.sampled_from(list("日本語éñ\u0301▁ \t\n\u3000\xa0ｆＡ①ﬁ㍿\u200b\u200d")),
+    st.sampled_from(["𓀀", "\x00", "\ufffd"]),
+)
+PIECE = st.one_of(st.text(CHAR, max_size=6), st.sampled_from([" the", "  ", "▁▁", "ing", "<0x41>", "<unk>", "<s>"]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.lists(PIECE, max_size=16).map("".join))
+def test_hyp_ids_equal_sentencepiece(text):
+    for fp, sp in _loaded():
+        assert fp.encode(text).ids == sp.encode(text)
+
+
+_LOADED: list[tuple[fastprep.Tokenizer, Any]] = []
+
+
+def _loaded() -> list[tuple[fastprep.Tokenizer, Any]]:
+    if not _LOADED:
+        import sentencepiece
+
+        for path in _files().values():
+            sp = sentencepiece.SentencePieceProcessor(model_file=str(path))
+            _LOADED.append((fastprep.Tokenizer.from_sentencepiece(path), sp))
+    return _LOADED
 
 
 def test_decode_round_trip(model, corpus):

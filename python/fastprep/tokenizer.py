@@ -72,8 +72,9 @@ class Tokenizer:
         transformers' converter builds from it (``to_str`` gives that tokenizer.json), with
         ``SentencePieceProcessor.encode``'s ids (no BOS/EOS, as ``encode`` adds none by default).
         Where HF tokenizers on that tokenizer.json would differ from SentencePiece, SentencePiece's
-        way is taken: Unigram scores summed in float32, and its own normalization for a text the
-        converter's normalizers turn into another string (the charsmap by longest match)."""
+        way is taken: Unigram scores summed in float32, its own normalization for a text the
+        converter's normalizers turn into another string (the charsmap by longest match), and
+        control, unknown and byte pieces never matched from text."""
         return cls(_core.Tokenizer.from_sentencepiece(Path(path).read_bytes()))
 
     @classmethod

@@ -148,8 +148,10 @@ impl Tokenizer {
     pub fn from_sentencepiece(bytes: &[u8]) -> Result<Self, TokenizeError> {
         let mut tok = Self::from_json(sentencepiece::tokenizer_json(bytes)?)?;
         if let Model::Unigram(u) = &mut tok.model {
-            // SentencePiece's own float32 sums, so that near-ties fall its way.
+            // SentencePiece's own float32 sums, so that near-ties fall its way, and its pieces
+            // that text never matches (the converter's vocabulary lets text spell them).
             u.float32 = true;
+            u.hide_from_text(&sentencepiece::invisible_ids(bytes)?);
         }
         // SentencePiece's own normalization where the converter's differs (see spm_normalize).
         let mut sp = sentencepiece::normalizer(bytes)?;

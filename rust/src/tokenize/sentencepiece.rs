@@ -236,6 +236,18 @@ fn escape(s: &str) -> String {
     out
 }
 
+/// Ids of the pieces SentencePiece never matches in text: control, unknown, unused and byte
+/// pieces (types 3, 2, 5 and 6).
+pub fn invisible_ids(bytes: &[u8]) -> R<Vec<u32>> {
+    Ok(parse(bytes)?
+        .pieces
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| matches!(p.kind, 2 | 3 | 5 | 6))
+        .map(|(i, _)| i as u32)
+        .collect())
+}
+
 /// SentencePiece's own normalizer for the model (its `converter` left empty).
 pub fn normalizer(bytes: &[u8]) -> R<super::spm_normalize::SentencePieceNormalizer> {
     let m = parse(bytes)?;

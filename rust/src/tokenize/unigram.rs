@@ -204,6 +204,20 @@ impl Unigram {
         })
     }
 
+    /// Takes `ids` out of the lattice: text never matches them (SentencePiece's control, unknown,
+    /// unused and byte pieces, which it only ever emits itself); they stay in the vocabulary.
+    pub fn hide_from_text(&mut self, ids: &[u32]) {
+        let hidden: rustc_hash::FxHashSet<u32> = ids.iter().copied().collect();
+        let tokens: Vec<(&[u8], u32)> = self
+            .vocab
+            .iter()
+            .filter(|(_, id)| !hidden.contains(id))
+            .map(|(t, &id)| (t.as_bytes(), id))
+            .collect();
+        self.trie = Trie::build(&tokens, &self.pieces);
+        self.model_id = next_model_id();
+    }
+
     #[must_use]
     pub fn token_to_id(&self, token: &str) -> Option<u32> {
         self.vocab.get(token).copied()
