@@ -135,7 +135,8 @@ def test_coefficients_reject_bad_input():
     lay = _core.jpeg_layouts([truncated])[0]
     assert isinstance(lay, dict)
     plan = gpu.plan_jpeg(lay)
-    assert plan is not None
+    # the header is whole, so a plan of the header's size exists; the coefficients are what fail
+    assert plan is not None and (plan.width, plan.height) == (lay["width"], lay["height"])
     out = np.zeros(plan.coefficients * 2, np.uint8)
     (err,) = _core.jpeg_coefficients_into([truncated], [0], out)
     assert err is not None and err[0] == "truncated", err
@@ -239,7 +240,7 @@ def test_progressive_files_libjpeg_smooths_go_to_the_cpu(keep):
     assert isinstance(lay, dict) and lay["block_smoothing"] is True
     assert gpu.plan_jpeg(lay) is None
     forced = gpu.plan_jpeg({**lay, "block_smoothing": False})
-    assert forced is not None
+    assert forced is not None and (forced.width, forced.height) == (lay["width"], lay["height"])
     coefs = np.zeros(forced.coefficients, np.int16)
     assert _core.jpeg_coefficients_into([blob], [0], coefs.view(np.uint8)) == [None]
     dst = np.zeros(forced.width * forced.height * 3, np.uint8)
