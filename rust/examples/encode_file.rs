@@ -1,5 +1,5 @@
 //! Encodes a JSON list of documents with a tokenizer.json, for profiling (`perf record`) the core
-//! without Python: `cargo run --release --example encode_file -- tokenizer.json corpus.json`.
+//! without Python: `cargo run --release --example encode_file -- tokenizer.json corpus.json [ids|offsets]`.
 use fastprep::tokenize::{EncodeOptions, Input, Offsets, Tokenizer};
 
 fn main() {
@@ -7,6 +7,7 @@ fn main() {
     let tok = Tokenizer::from_json_str(&std::fs::read_to_string(&args[1]).unwrap()).unwrap();
     let docs: Vec<String> =
         serde_json::from_str(&std::fs::read_to_string(&args[2]).unwrap()).unwrap();
+    let ids_only = args.get(3).is_some_and(|a| a == "ids");
     let offsets = if args.get(3).is_some_and(|a| a == "offsets") {
         Offsets::Char
     } else {
@@ -19,11 +20,19 @@ fn main() {
         padding: None,
     };
     let bytes: usize = docs.iter().map(String::len).sum();
-    for round in 0..3 {
+    let rounds: usize = std::env::var("ROUNDS")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(3);
+    for round in 0..rounds {
         let t0 = std::time::Instant::now();
         let mut n = 0;
         for d in &docs {
-            n += tok.encode(&Input::Text(d), None, &opts).unwrap().len();
+            n += if ids_only {
+                tok.encode_ids(d, false, None).unwrap().unwrap().len()
+            } else {
+                tok.encode(&Input::Text(d), None, &opts).unwrap().len()
+            };
         }
         let dt = t0.elapsed().as_secs_f64();
         println!(

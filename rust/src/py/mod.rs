@@ -3,6 +3,7 @@
 //! from the interpreter where it can take long, and maps core errors in `errors.rs`.
 
 mod buffer;
+mod encoding;
 mod errors;
 mod image;
 mod info;
@@ -22,7 +23,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pool::PyBlockPool>()?;
     m.add_class::<pool::PyBlock>()?;
     m.add_class::<tokenize::PyTokenizer>()?;
-    m.add_class::<tokenize::PyEncoding>()?;
+    m.add_class::<encoding::PyEncoding>()?;
     m.add_function(wrap_pyfunction!(pool::pool_stress, m)?)?;
     m.add_function(wrap_pyfunction!(info::build_info, m)?)?;
     m.add_function(wrap_pyfunction!(image::resize_u8, m)?)?;

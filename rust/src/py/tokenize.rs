@@ -1,13 +1,14 @@
 //! `fastprep._core.Tokenizer` and `Encoding`. The Python facade (`fastprep/tokenizer.py`) adds
 //! loading from disk and the HF cache, `AddedToken`, argument checks and docs.
+use super::encoding::{Body, IntCache, Lazy, PyEncoding};
 use super::threads;
 use crate::tokenize::added::AddedToken;
 use crate::tokenize::{
-    Direction, EncodeOptions, Encoding, Input, Offsets, Padding, PaddingStrategy, Tokenizer,
-    Truncation, TruncationStrategy,
+    Direction, EncodeOptions, Input, Offsets, Padding, PaddingStrategy, Tokenizer, Truncation,
+    TruncationStrategy,
 };
 use crate::TokenizeError;
-use pyo3::exceptions::{PyIndexError, PyTypeError, PyValueError};
+use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString, PyTuple};
 use std::sync::{Arc, RwLock};
@@ -218,13 +219,29 @@ impl PyTokenizer {
             .map(|p| Owned::extract(p, is_pretokenized, "pair"))
             .transpose()?;
         let (tok, padding, truncation) = self.snapshot();
+        let offsets = if offsets {
+            Offsets::Char
+        } else {
+            Offsets::None
+        };
+        // A single text with no padding: the lean ids path, the rest built if asked for
+        // (see `encoding::Lazy`).
+        if let (Owned::Text(text), None, None) = (&a, &b, &padding) {
+            let ids =
+                py.detach(|| tok.encode_ids(text, add_special_tokens, truncation.as_deref()))?;
+            if let Some(ids) = ids {
+                let Owned::Text(text) = a else { unreachable!() };
+                let lazy = Lazy::new(ids, text, add_special_tokens, offsets, truncation);
+                return Ok(PyEncoding::new(
+                    Body::Lazy(lazy),
+                    tok,
+                    Arc::clone(&self.ints),
+                ));
+            }
+        }
         let opts = EncodeOptions {
             add_special_tokens,
-            offsets: if offsets {
-                Offsets::Char
-            } else {
-                Offsets::None
-            },
+            offsets,
             truncation: truncation.as_deref(),
             padding: padding.as_deref(),
         };
@@ -235,11 +252,11 @@ impl PyTokenizer {
                 &opts,
             )
         })?;
-        Ok(PyEncoding {
-            enc,
+        Ok(PyEncoding::new(
+            Body::Full(enc),
             tok,
-            ints: Arc::clone(&self.ints),
-        })
+            Arc::clone(&self.ints),
+        ))
     }
 
     #[pyo3(signature = (inputs, is_pretokenized = false, add_special_tokens = true, num_threads = None, offsets = true))]
@@ -278,11 +295,7 @@ impl PyTokenizer {
         })?;
         Ok(encs
             .into_iter()
-            .map(|enc| PyEncoding {
-                enc,
-                tok: Arc::clone(&tok),
-                ints: Arc::clone(&self.ints),
-            })
+            .map(|enc| PyEncoding::new(Body::Full(enc), Arc::clone(&tok), Arc::clone(&self.ints)))
             .collect())
     }
 
@@ -731,209 +744,5 @@ impl From<TokenizeError> for PyErr {
             TokenizeError::Io(_) => pyo3::exceptions::PyOSError::new_err(msg),
             TokenizeError::Encode(_) => super::errors::TokenizeError::new_err(msg),
         }
-    }
-}
-
-/// The result of encoding: ids, tokens, offsets, masks, and the word/char/token mappings.
-#[pyclass(name = "Encoding", module = "fastprep._core", frozen)]
-pub struct PyEncoding {
-    enc: Encoding,
-    tok: Arc<Tokenizer>,
-    ints: Arc<IntCache>,
-}
-
-/// Python ints for token ids, made once per id and shared: building `Encoding.ids` is then an
-/// incref per token instead of an allocation (the list conversion was most of a short call).
-pub struct IntCache(Box<[std::sync::OnceLock<Py<PyAny>>]>);
-
-impl IntCache {
-    fn new(n: usize) -> Self {
-        Self((0..n).map(|_| std::sync::OnceLock::new()).collect())
-    }
-
-    fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        let n = pyo3::ffi::Py_ssize_t::try_from(ids.len()).expect("length fits");
-        // SAFETY: PyList_New returns a new list of `n` NULL slots (or NULL with an exception
-        // set); every slot is then filled exactly once with a new reference, which
-        // PyList_SetItem steals, before the list is handed to Python.
-        unsafe {
-            let list = pyo3::ffi::PyList_New(n);
-            if list.is_null() {
-                return Err(PyErr::fetch(py));
-            }
-            let list = Bound::from_owned_ptr(py, list).cast_into_unchecked::<PyList>();
-            for (i, &id) in ids.iter().enumerate() {
-                let obj = match self.0.get(id as usize) {
-                    Some(cell) => cell
-                        .get_or_init(|| id.into_pyobject(py).expect("int").into_any().unbind())
-                        .clone_ref(py),
-                    None => id.into_pyobject(py).expect("int").into_any().unbind(),
-                };
-                pyo3::ffi::PyList_SetItem(
-                    list.as_ptr(),
-                    i as pyo3::ffi::Py_ssize_t,
-                    obj.into_ptr(),
-                );
-            }
-            Ok(list)
-        }
-    }
-}
-
-impl PyEncoding {
-    fn range_of(&self, seq: usize) -> std::ops::Range<usize> {
-        self.enc
-            .sequence_ranges
-            .iter()
-            .find(|(s, _)| *s == seq)
-            .map_or(0..self.enc.len(), |(_, r)| r.clone())
-    }
-}
-
-#[pymethods]
-impl PyEncoding {
-    #[getter]
-    fn ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        self.ints.list(py, &self.enc.ids)
-    }
-    #[getter]
-    fn type_ids(&self) -> Vec<u32> {
-        self.enc.type_ids.clone()
-    }
-    #[getter]
-    fn tokens(&self) -> Vec<String> {
-        (0..self.enc.len())
-            .map(|i| self.tok.token_str(&self.enc, i).to_owned())
-            .collect()
-    }
-    #[getter]
-    fn offsets(&self) -> Vec<(u32, u32)> {
-        self.enc.offsets.clone()
-    }
-    #[getter]
-    fn attention_mask(&self) -> Vec<u32> {
-        self.enc
-            .attention_mask
-            .iter()
-            .map(|&m| u32::from(m))
-            .collect()
-    }
-    #[getter]
-    fn special_tokens_mask(&self) -> Vec<u32> {
-        self.enc
-            .special_tokens_mask
-            .iter()
-            .map(|&m| u32::from(m))
-            .collect()
-    }
-    #[getter]
-    fn word_ids(&self) -> Vec<Option<u32>> {
-        (0..self.enc.len()).map(|i| self.enc.word(i)).collect()
-    }
-    #[getter]
-    fn words(&self) -> Vec<Option<u32>> {
-        (0..self.enc.len()).map(|i| self.enc.word(i)).collect()
-    }
-    #[getter]
-    fn sequence_ids(&self) -> Vec<Option<u32>> {
-        self.enc.sequence_ids()
-    }
-    #[getter]
-    fn n_sequences(&self) -> usize {
-        self.enc.n_sequences()
-    }
-    #[getter]
-    fn overflowing(&self) -> Vec<PyEncoding> {
-        self.enc
-            .overflowing
-            .iter()
-            .map(|e| PyEncoding {
-                enc: e.clone(),
-                tok: Arc::clone(&self.tok),
-                ints: Arc::clone(&self.ints),
-            })
-            .collect()
-    }
-    fn __len__(&self) -> usize {
-        self.enc.len()
-    }
-    fn __repr__(&self) -> String {
-        format!(
-            "Encoding(num_tokens={}, attributes=[ids, type_ids, tokens, offsets, attention_mask, special_tokens_mask, overflowing])",
-            self.enc.len()
-        )
-    }
-
-    /// The token covering char `char_pos` of sequence `sequence_index`.
-    #[pyo3(signature = (char_pos, sequence_index = 0))]
-    fn char_to_token(&self, char_pos: u32, sequence_index: usize) -> Option<usize> {
-        let r = self.range_of(sequence_index);
-        let start = r.start;
-        self.enc.offsets[r]
-            .iter()
-            .position(|&(a, b)| char_pos >= a && char_pos < b)
-            .map(|i| i + start)
-    }
-
-    /// The word of char `char_pos` of sequence `sequence_index`.
-    #[pyo3(signature = (char_pos, sequence_index = 0))]
-    fn char_to_word(&self, char_pos: u32, sequence_index: usize) -> Option<u32> {
-        self.char_to_token(char_pos, sequence_index)
-            .and_then(|t| self.enc.word(t))
-    }
-
-    fn token_to_chars(&self, token_index: usize) -> PyResult<Option<(u32, u32)>> {
-        if token_index >= self.enc.len() {
-            return Ok(None);
-        }
-        Ok(self
-            .token_to_sequence(token_index)?
-            .map(|_| self.enc.offsets[token_index]))
-    }
-
-    fn token_to_word(&self, token_index: usize) -> PyResult<Option<u32>> {
-        if token_index >= self.enc.len() {
-            return Ok(None);
-        }
-        Ok(self
-            .token_to_sequence(token_index)?
-            .and(self.enc.word(token_index)))
-    }
-
-    fn token_to_sequence(&self, token_index: usize) -> PyResult<Option<u32>> {
-        if token_index >= self.enc.len() {
-            return Err(PyIndexError::new_err(format!(
-                "token index {token_index} out of range"
-            )));
-        }
-        if self.enc.sequence_ranges.is_empty() {
-            return Ok(Some(0));
-        }
-        Ok(self
-            .enc
-            .sequence_ranges
-            .iter()
-            .find(|(_, r)| r.contains(&token_index))
-            .map(|(s, _)| *s as u32))
-    }
-
-    /// The first and one-past-last tokens of word `word_index` in sequence `sequence_index`.
-    #[pyo3(signature = (word_index, sequence_index = 0))]
-    fn word_to_tokens(&self, word_index: u32, sequence_index: usize) -> Option<(usize, usize)> {
-        let r = self.range_of(sequence_index);
-        let start = r.start;
-        let idx: Vec<usize> = self.enc.words[r]
-            .iter()
-            .enumerate()
-            .filter(|(_, w)| **w == word_index)
-            .map(|(i, _)| i + start)
-            .collect();
-        Some((*idx.first()?, idx.last()? + 1))
-    }
-
-    #[pyo3(signature = (word_index, sequence_index = 0))]
-    fn word_to_chars(&self, word_index: u32, sequence_index: usize) -> Option<(u32, u32)> {
-        let (a, b) = self.word_to_tokens(word_index, sequence_index)?;
-        Some((self.enc.offsets[a].0, self.enc.offsets[b - 1].1))
     }
 }

@@ -5,7 +5,7 @@
 //! so a piece is tokenized from its UTF-8 bytes without building the byte-level string; results
 //! are cached per thread (like HF's per-thread cache) keyed by the piece's bytes.
 use super::bytelevel::{decode_token, BYTE_CHAR};
-use super::bytesmap::BytesMap;
+use super::bytesmap::{self, BytesMap};
 use crate::error::TokenizeError;
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
@@ -32,7 +32,112 @@ pub(crate) fn next_model_id() -> u64 {
 /// cache at every switch.
 const CACHED_MODELS: usize = 4;
 
-type Cache = BytesMap<Box<[(u32, u32)]>>;
+/// A model's cached results: piece -> (start, count) of its tokens in `tokens`, one flat vector
+/// instead of an allocation per entry (a hit then reads the table and one contiguous run).
+#[derive(Default)]
+struct Cache {
+    map: BytesMap<(u32, u32)>,
+    tokens: Vec<(u32, u32)>,
+    hot: HotCache,
+}
+
+impl Cache {
+    fn clear(&mut self) {
+        self.map.clear();
+        self.tokens.clear();
+        self.hot.clear();
+    }
+}
+
+/// Sets of the hot cache: 65536 sets of two 32-byte slots, 4 MiB.
+const HOT_SETS: usize = 1 << 16;
+/// Most tokens a hot slot holds.
+const HOT_TOKENS: usize = 3;
+
+/// A small two-way set-associative cache of pieces (up to 16 bytes, up to three tokens), in
+/// front of the vocabulary and the full cache. Profiling showed the model stage stalled on
+/// memory: the vocabulary's table (100k+ entries) and the cache do not fit in a core's L2, and a
+/// multi-token hit read the table, then its tokens elsewhere. A hot slot is one 32-byte,
+/// aligned record holding the key and the tokens, so a hit reads one cache line; text is
+/// Zipfian, so most pieces hit.
+struct HotCache {
+    sets: Box<[[HotSlot; 2]]>,
+}
+
+#[derive(Clone, Copy)]
+#[repr(C, align(32))]
+struct HotSlot {
+    k0: u64,
+    k1: u64,
+    /// Piece length (bits 0-4; 0: empty slot), token count (bits 5-6), and each token's byte
+    /// length minus one (4 bits each from bit 7).
+    meta: u32,
+    ids: [u32; HOT_TOKENS],
+}
+
+const EMPTY_HOT: HotSlot = HotSlot {
+    k0: 0,
+    k1: 0,
+    meta: 0,
+    ids: [0; HOT_TOKENS],
+};
+
+impl Default for HotCache {
+    fn default() -> Self {
+        Self {
+            sets: vec![[EMPTY_HOT; 2]; HOT_SETS].into_boxed_slice(),
+        }
+    }
+}
+
+impl HotCache {
+    #[inline]
+    fn set(k0: u64, k1: u64) -> usize {
+        (bytesmap::fold(k0 ^ 0x9e37_79b9_7f4a_7c15, k1 ^ 0x2545_f491_4f6c_dd1d) as usize)
+            & (HOT_SETS - 1)
+    }
+
+    /// Pushes the cached tokens of `piece` (1..=16 bytes) and returns true, if cached.
+    #[inline]
+    fn get(&self, len: usize, k0: u64, k1: u64, out: &mut Vec<(u32, u32)>) -> bool {
+        for s in &self.sets[Self::set(k0, k1)] {
+            if s.k0 == k0 && s.k1 == k1 && (s.meta & 31) as usize == len {
+                let n = ((s.meta >> 5) & 3) as usize;
+                for (i, &id) in s.ids[..n].iter().enumerate() {
+                    out.push((id, ((s.meta >> (7 + 4 * i)) & 15) + 1));
+                }
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Caches the tokens of a piece of `len` (1..=16) bytes, if there are at most three.
+    #[inline]
+    fn put(&mut self, len: usize, k0: u64, k1: u64, tokens: &[(u32, u32)]) {
+        if tokens.is_empty() || tokens.len() > HOT_TOKENS {
+            return;
+        }
+        let mut slot = HotSlot {
+            k0,
+            k1,
+            meta: len as u32 | ((tokens.len() as u32) << 5),
+            ids: [0; HOT_TOKENS],
+        };
+        for (i, &(id, n)) in tokens.iter().enumerate() {
+            slot.ids[i] = id;
+            slot.meta |= (n - 1) << (7 + 4 * i);
+        }
+        // The newer entry takes way 0; the older moves to way 1 (evicting the oldest).
+        let set = &mut self.sets[Self::set(k0, k1)];
+        set[1] = set[0];
+        set[0] = slot;
+    }
+
+    fn clear(&mut self) {
+        self.sets.fill([EMPTY_HOT; 2]);
+    }
+}
 
 /// Per-thread working memory of the models: result caches (like HF's per-thread cache) and a
 /// scratch word. Fetched once per encode call (`with_scratch`): a thread-local in a Python
@@ -45,6 +150,8 @@ pub struct Scratch {
     /// Unigram's Viterbi table.
     pub(crate) lattice: Vec<(f64, u32, u32)>,
     pub(crate) lattice32: Vec<(f32, u32, u32)>,
+    /// Pre-tokenized pieces of the text being encoded (reused across calls).
+    pub(crate) pieces: Vec<super::pretokenize::Piece>,
 }
 
 impl Scratch {
@@ -52,6 +159,14 @@ impl Scratch {
     /// used model, if missing).
     #[inline]
     fn cache(&mut self, model_id: u64) -> &mut Cache {
+        if self.caches.first().is_some_and(|c| c.0 == model_id) {
+            return &mut self.caches[0].1;
+        }
+        self.switch_cache(model_id)
+    }
+
+    #[cold]
+    fn switch_cache(&mut self, model_id: u64) -> &mut Cache {
         match self.caches.iter().position(|c| c.0 == model_id) {
             Some(0) => {}
             Some(i) => self.caches[..=i].rotate_right(1),
@@ -70,7 +185,9 @@ impl Scratch {
     /// The cached tokens of `key` for the model `model_id`.
     #[inline]
     pub(crate) fn cached_tokens(&mut self, model_id: u64, key: &[u8]) -> Option<&[(u32, u32)]> {
-        self.cache(model_id).get(key).map(|b| &**b)
+        let cache = self.cache(model_id);
+        let &(start, n) = cache.map.get(key)?;
+        Some(&cache.tokens[start as usize..(start + n) as usize])
     }
 
     /// Caches `tokens` for `key` of the model `model_id`.
@@ -79,10 +196,14 @@ impl Scratch {
             return;
         }
         let cache = self.cache(model_id);
-        if cache.len() >= CACHE_CAPACITY {
+        if cache.map.len() >= CACHE_CAPACITY
+            || cache.tokens.len() + tokens.len() > u32::MAX as usize
+        {
             cache.clear();
         }
-        cache.insert(key, tokens.into());
+        let start = cache.tokens.len() as u32;
+        cache.tokens.extend_from_slice(tokens);
+        cache.map.insert(key, (start, tokens.len() as u32));
     }
 }
 
@@ -279,6 +400,34 @@ impl Bpe {
                 return Ok(());
             }
         }
+        if piece.len() <= 16 {
+            let (k0, k1) = bytesmap::split(piece);
+            if scratch
+                .cache(self.model_id)
+                .hot
+                .get(piece.len(), k0, k1, out)
+            {
+                return Ok(());
+            }
+            let start = out.len();
+            self.tokenize_bytes_cold(piece, out, scratch)?;
+            scratch
+                .cache(self.model_id)
+                .hot
+                .put(piece.len(), k0, k1, &out[start..]);
+            return Ok(());
+        }
+        self.tokenize_bytes_cold(piece, out, scratch)
+    }
+
+    /// `tokenize_bytes` past the hot cache: the vocabulary, then the cache, then BPE.
+    #[inline]
+    fn tokenize_bytes_cold(
+        &self,
+        piece: &[u8],
+        out: &mut Vec<(u32, u32)>,
+        scratch: &mut Scratch,
+    ) -> Result<(), TokenizeError> {
         if let Some(&id) = self.bytes_vocab.get(piece) {
             if self.opts.ignore_merges {
                 out.push((id, piece.len() as u32));
@@ -717,6 +866,58 @@ mod tests {
                 assert_eq!(x, y, "word {:?}", String::from_utf8_lossy(&word));
             }
         }
+    }
+
+    #[test]
+    fn hot_cache_keeps_up_to_three_tokens_and_two_ways() {
+        let mut hot = HotCache::default();
+        let key = |p: &[u8]| bytesmap::split(p);
+        let pieces: [&[u8]; 4] = [b"ab", b" hello", b"0123456789abcdef", b"xyz"];
+        let tokens: [&[(u32, u32)]; 4] = [
+            &[(7, 2)],
+            &[(1, 1), (99_999, 5)],
+            &[(5, 16)],
+            &[(1, 1), (2, 1), (3, 1)],
+        ];
+        for (p, t) in pieces.iter().zip(tokens) {
+            let (k0, k1) = key(p);
+            hot.put(p.len(), k0, k1, t);
+            let mut out = vec![];
+            assert!(hot.get(p.len(), k0, k1, &mut out));
+            assert_eq!(out, t);
+        }
+        // Four tokens do not fit: not cached.
+        let (k0, k1) = key(b"four");
+        hot.put(4, k0, k1, &[(1, 1); 4]);
+        assert!(!hot.get(4, k0, k1, &mut vec![]));
+        // Same first 16 bytes, other length: a miss (keys are zero-padded).
+        let (k0, k1) = key(b"ab\0");
+        assert!(!hot.get(3, k0, k1, &mut vec![]));
+        // Three keys in one set: the oldest is evicted, the two newest stay.
+        let mut same_set = Vec::new();
+        let want = HotCache::set(key(b"k0").0, key(b"k0").1);
+        for i in 0u32.. {
+            let p = format!("k{i}").into_bytes();
+            let (a, b) = key(&p);
+            if HotCache::set(a, b) == want {
+                same_set.push(p);
+                if same_set.len() == 3 {
+                    break;
+                }
+            }
+        }
+        for (i, p) in same_set.iter().enumerate() {
+            let (a, b) = key(p);
+            hot.put(p.len(), a, b, &[(i as u32, p.len() as u32)]);
+        }
+        let hits: Vec<bool> = same_set
+            .iter()
+            .map(|p| {
+                let (a, b) = key(p);
+                hot.get(p.len(), a, b, &mut vec![])
+            })
+            .collect();
+        assert_eq!(hits, [false, true, true]);
     }
 
     #[test]

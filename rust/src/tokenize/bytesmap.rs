@@ -1,117 +1,212 @@
 //! A hash map from byte strings to values, laid out for the model's hot lookup ("is this piece a
-//! vocabulary token?", one per piece). With `HashMap<Box<[u8]>, V>` every hit dereferences the
-//! key's own heap allocation to compare it, a cache miss that profiling showed as ~10% of an
-//! encode. Here the first 8 bytes of each key sit in the table entry itself, so keys of up to 8
-//! bytes (most tokens) are compared without leaving the table; longer keys keep their tail in one
-//! contiguous arena.
-use hashbrown::HashTable;
+//! vocabulary token?", once per piece). Profiling showed that lookup's cost is memory latency:
+//! with `HashMap<Box<[u8]>, V>` a hit reads the control bytes, the entry and the key's own heap
+//! allocation, three dependent cache misses. Here a lookup is one probe into a flat,
+//! open-addressed array whose entries hold the first 16 key bytes inline (nearly every token and
+//! piece is shorter), so a hit usually touches one cache line; longer keys keep their tail in one
+//! contiguous arena. Loads stay at or below one half, so probes are short.
 use std::hash::Hasher;
+
+/// `Entry::len` of an empty slot.
+const EMPTY: u32 = u32::MAX;
 
 #[derive(Debug, Clone)]
 struct Entry<V> {
-    head: u64,
+    /// Key bytes 0..8 and 8..16, little-endian, zero-padded.
+    k0: u64,
+    k1: u64,
     len: u32,
-    /// Offset of bytes 8.. in the arena (keys longer than 8 bytes).
+    /// Offset of bytes 16.. in the arena (keys longer than 16 bytes).
     tail: u32,
     value: V,
 }
 
 #[derive(Debug, Clone)]
 pub struct BytesMap<V> {
-    table: HashTable<Entry<V>>,
+    slots: Vec<Entry<V>>,
     arena: Vec<u8>,
+    len: usize,
 }
 
-impl<V> Default for BytesMap<V> {
+impl<V: Copy + Default> Default for BytesMap<V> {
     fn default() -> Self {
         Self {
-            table: HashTable::new(),
+            slots: Vec::new(),
             arena: Vec::new(),
+            len: 0,
         }
     }
 }
 
+/// Up to 8 bytes as a zero-padded little-endian u64, with no call to memcpy (a variable-length
+/// copy into a buffer compiles to one, which showed in profiles).
 #[inline]
-fn head(key: &[u8]) -> u64 {
-    let mut buf = [0u8; 8];
-    let n = key.len().min(8);
-    buf[..n].copy_from_slice(&key[..n]);
-    u64::from_le_bytes(buf)
+fn load(b: &[u8]) -> u64 {
+    let n = b.len();
+    if n >= 8 {
+        u64::from_le_bytes(b[..8].try_into().expect("8 bytes"))
+    } else if n >= 4 {
+        // Two overlapping 4-byte reads; the shared bytes agree, so OR joins them.
+        let lo = u64::from(u32::from_le_bytes(b[..4].try_into().expect("4 bytes")));
+        let hi = u64::from(u32::from_le_bytes(b[n - 4..].try_into().expect("4 bytes")));
+        lo | (hi << (8 * (n - 4)))
+    } else if n > 0 {
+        u64::from(b[0])
+            | (u64::from(b[n / 2]) << (8 * (n / 2)))
+            | (u64::from(b[n - 1]) << (8 * (n - 1)))
+    } else {
+        0
+    }
+}
+
+/// A key's first 16 bytes as two zero-padded little-endian words.
+#[inline]
+pub(crate) fn split(key: &[u8]) -> (u64, u64) {
+    if key.len() <= 8 {
+        (load(key), 0)
+    } else {
+        (load(&key[..8]), load(&key[8..key.len().min(16)]))
+    }
+}
+
+/// A 64x64->128 multiply folded to 64 bits: a fast, well-mixing hash step.
+#[inline]
+pub(crate) fn fold(a: u64, b: u64) -> u64 {
+    let p = u128::from(a) * u128::from(b);
+    (p as u64) ^ ((p >> 64) as u64)
+}
+
+/// The hash of a key from its first 16 bytes (`k0`, `k1`), its length and its bytes past 16.
+#[inline]
+fn hash(k0: u64, k1: u64, len: usize, tail: &[u8]) -> u64 {
+    let mut extra = len as u64;
+    if !tail.is_empty() {
+        let mut h = rustc_hash::FxHasher::default();
+        h.write(tail);
+        extra ^= h.finish();
+    }
+    fold(
+        k0 ^ 0x243f_6a88_85a3_08d3,
+        k1 ^ extra ^ 0x1319_8a2e_0370_7344,
+    )
 }
 
 #[inline]
-fn hash(key: &[u8]) -> u64 {
-    let mut h = rustc_hash::FxHasher::default();
-    h.write(key);
-    h.write_usize(key.len());
-    h.finish()
+fn tail(key: &[u8]) -> &[u8] {
+    key.get(16..).unwrap_or(&[])
 }
 
-impl<V> BytesMap<V> {
+impl<V: Copy + Default> BytesMap<V> {
     #[inline]
-    fn matches(&self, e: &Entry<V>, key: &[u8], h8: u64) -> bool {
-        e.len as usize == key.len()
-            && e.head == h8
-            && (key.len() <= 8
-                || self.arena[e.tail as usize..e.tail as usize + key.len() - 8] == key[8..])
+    fn matches(&self, e: &Entry<V>, key: &[u8], k0: u64, k1: u64) -> bool {
+        e.k0 == k0
+            && e.k1 == k1
+            && e.len as usize == key.len()
+            && (key.len() <= 16
+                || self.arena[e.tail as usize..e.tail as usize + key.len() - 16] == key[16..])
     }
 
     #[inline]
     pub fn get(&self, key: &[u8]) -> Option<&V> {
-        let h8 = head(key);
-        self.table
-            .find(hash(key), |e| self.matches(e, key, h8))
-            .map(|e| &e.value)
+        if self.len == 0 {
+            return None;
+        }
+        let (k0, k1) = split(key);
+        let mask = self.slots.len() - 1;
+        let mut i = hash(k0, k1, key.len(), tail(key)) as usize & mask;
+        loop {
+            let e = &self.slots[i];
+            if e.len == EMPTY {
+                return None;
+            }
+            if self.matches(e, key, k0, k1) {
+                return Some(&e.value);
+            }
+            i = (i + 1) & mask;
+        }
     }
 
     /// Inserts or replaces. Keys must be shorter than 4 GiB and the arena must stay below 4 GiB.
     pub fn insert(&mut self, key: &[u8], value: V) {
-        let h8 = head(key);
-        let h = hash(key);
-        let arena = &self.arena;
-        let found = self.table.find_mut(h, |e| {
-            e.len as usize == key.len()
-                && e.head == h8
-                && (key.len() <= 8
-                    || arena[e.tail as usize..e.tail as usize + key.len() - 8] == key[8..])
-        });
-        if let Some(e) = found {
-            e.value = value;
-            return;
+        if (self.len + 1) * 3 > self.slots.len() * 2 {
+            self.grow();
+        }
+        let (k0, k1) = split(key);
+        let mask = self.slots.len() - 1;
+        let mut i = hash(k0, k1, key.len(), tail(key)) as usize & mask;
+        loop {
+            if self.slots[i].len == EMPTY {
+                break;
+            }
+            if self.matches(&self.slots[i], key, k0, k1) {
+                self.slots[i].value = value;
+                return;
+            }
+            i = (i + 1) & mask;
         }
         let tail = self.arena.len() as u32;
-        if key.len() > 8 {
-            self.arena.extend_from_slice(&key[8..]);
+        if key.len() > 16 {
+            self.arena.extend_from_slice(&key[16..]);
         }
-        let entry = Entry {
-            head: h8,
+        self.slots[i] = Entry {
+            k0,
+            k1,
             len: key.len() as u32,
             tail,
             value,
         };
-        let arena = &self.arena;
-        self.table.insert_unique(h, entry, |e| {
-            let mut k = e.head.to_le_bytes()[..(e.len as usize).min(8)].to_vec();
-            if e.len > 8 {
-                k.extend_from_slice(&arena[e.tail as usize..e.tail as usize + e.len as usize - 8]);
+        self.len += 1;
+    }
+
+    fn empty_slots(n: usize) -> Vec<Entry<V>> {
+        (0..n)
+            .map(|_| Entry {
+                k0: 0,
+                k1: 0,
+                len: EMPTY,
+                tail: 0,
+                value: V::default(),
+            })
+            .collect()
+    }
+
+    /// Doubles the table (16 slots at first) and re-places every entry.
+    fn grow(&mut self) {
+        let n = (self.slots.len() * 2).max(16);
+        let old = std::mem::replace(&mut self.slots, Self::empty_slots(n));
+        let mask = n - 1;
+        for e in old.into_iter().filter(|e| e.len != EMPTY) {
+            let len = e.len as usize;
+            let rest = if len > 16 {
+                &self.arena[e.tail as usize..e.tail as usize + len - 16]
+            } else {
+                &[]
+            };
+            let mut i = hash(e.k0, e.k1, len, rest) as usize & mask;
+            while self.slots[i].len != EMPTY {
+                i = (i + 1) & mask;
             }
-            hash(&k)
-        });
+            self.slots[i] = e;
+        }
     }
 
     #[must_use]
     pub fn len(&self) -> usize {
-        self.table.len()
+        self.len
     }
 
     #[must_use]
     pub fn is_empty(&self) -> bool {
-        self.table.is_empty()
+        self.len == 0
     }
 
+    /// Empties the map, keeping its table's size.
     pub fn clear(&mut self) {
-        self.table.clear();
+        for e in &mut self.slots {
+            e.len = EMPTY;
+        }
         self.arena.clear();
+        self.len = 0;
     }
 }
 
@@ -122,9 +217,9 @@ mod tests {
     #[test]
     fn short_and_long_keys() {
         let mut m = BytesMap::default();
-        // Lengths 0..23 cross the 8-byte inline head; duplicates check replacement.
+        // Lengths 0..40 cross the 16 inline key bytes; duplicates check replacement.
         let keys: Vec<Vec<u8>> = (0..300)
-            .map(|n| (0..n % 23).map(|i| (i * 31 + n % 50) as u8).collect())
+            .map(|n| (0..n % 41).map(|i| (i * 31 + n % 50) as u8).collect())
             .collect();
         for (i, k) in keys.iter().enumerate() {
             m.insert(k, i);
@@ -134,7 +229,7 @@ mod tests {
             assert_eq!(m.get(k), Some(&last), "{k:?}");
         }
         assert_eq!(m.get(b"not there at all"), None);
-        let mut longer = keys[22].clone();
+        let mut longer = keys[40].clone();
         longer.push(0);
         assert_eq!(m.get(&longer), None);
         assert!(!m.is_empty() && m.len() <= keys.len());

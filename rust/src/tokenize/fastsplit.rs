@@ -66,6 +66,12 @@ impl Known {
     /// Pushes the `(start, end)` of every match in `text`, in order. The patterns match at every
     /// position, so the matches tile the text.
     pub fn find_iter(self, text: &str, out: &mut Vec<(usize, usize)>) {
+        self.for_each(text, |s, e| out.push((s, e)));
+    }
+
+    /// Calls `f(start, end)` for every match in `text`, in order (no intermediate vector).
+    #[inline]
+    pub fn for_each(self, text: &str, mut f: impl FnMut(usize, usize)) {
         LazyLock::force(&CLASSES);
         let b = text.as_bytes();
         let mut pos = 0;
@@ -75,7 +81,7 @@ impl Known {
                 Self::Cl100k { max_digits } => cl100k_at(text, pos, max_digits),
             };
             debug_assert!(end > pos);
-            out.push((pos, end));
+            f(pos, end);
             pos = end;
         }
     }

@@ -389,21 +389,29 @@ impl Tokenizer {
         let mut ids = Vec::with_capacity(text.len() / 4 + 4);
         ids.extend_from_slice(&head);
         let mut tokens: Vec<(u32, u32)> = Vec::with_capacity(16);
-        let mut pieces: Vec<Piece> = Vec::with_capacity(16);
         bpe::with_scratch(|scratch| -> Result<(), TokenizeError> {
-            for (id, piece) in splits {
-                if let Some(id) = id {
-                    ids.push(id);
-                    continue;
+            // The thread's piece buffer, so long texts do not allocate (and fault in) a new one
+            // per call.
+            let mut pieces = std::mem::take(&mut scratch.pieces);
+            let run = || -> Result<(), TokenizeError> {
+                for (id, piece) in splits {
+                    if let Some(id) = id {
+                        ids.push(id);
+                        continue;
+                    }
+                    self.pre_tokenize(&mut sources, piece, &mut pieces);
+                    for p in &pieces {
+                        tokens.clear();
+                        self.model_tokens(&sources, *p, &mut tokens, scratch)?;
+                        ids.extend(tokens.iter().map(|t| t.0));
+                    }
                 }
-                self.pre_tokenize(&mut sources, piece, &mut pieces);
-                for p in &pieces {
-                    tokens.clear();
-                    self.model_tokens(&sources, *p, &mut tokens, scratch)?;
-                    ids.extend(tokens.iter().map(|t| t.0));
-                }
-            }
-            Ok(())
+                Ok(())
+            };
+            let result = run();
+            pieces.clear();
+            scratch.pieces = pieces;
+            result
         })?;
         let body = head.len()..ids.len();
         if let Some(t) = truncation {

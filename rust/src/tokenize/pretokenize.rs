@@ -433,16 +433,24 @@ fn metaspace(
 
 /// Isolated split on a known pattern: its matches tile the text, so they are the pieces.
 fn split_known(sources: &Sources<'_>, pieces: &mut Vec<Piece>, known: Known) {
+    let split = |p: Piece, out: &mut Vec<Piece>| {
+        known.for_each(sources.text(p), |s, e| {
+            out.push(Piece {
+                src: p.src,
+                start: p.start + s as u32,
+                end: p.start + e as u32,
+            });
+        });
+    };
+    // One piece (a whole text, the common case): split it in place, reusing the vector.
+    if let [p] = pieces[..] {
+        pieces.clear();
+        split(p, pieces);
+        return;
+    }
     let mut out = Vec::with_capacity(pieces.len() * 4);
-    let mut m = Vec::new();
-    for p in pieces.iter() {
-        m.clear();
-        known.find_iter(sources.text(*p), &mut m);
-        out.extend(m.iter().map(|&(s, e)| Piece {
-            src: p.src,
-            start: p.start + s as u32,
-            end: p.start + e as u32,
-        }));
+    for &p in pieces.iter() {
+        split(p, &mut out);
     }
     *pieces = out;
 }

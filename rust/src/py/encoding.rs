@@ -1,0 +1,313 @@
+//! `Encoding` for Python: the result of `encode`, with ids, tokens, offsets, masks and the
+//! word/char/token mappings, as `tokenizers.Encoding` gives them.
+//!
+//! A single text encoded without padding is *lazy*: the call runs the lean ids-only path
+//! (`Tokenizer::encode_ids`, no offsets, words or token strings), because most callers read
+//! `.ids` alone and that path is about twice as fast. The first access to anything else
+//! (offsets, tokens, words, overflowing...) encodes the text once more in full, with the same
+//! tokenizer snapshot and options, and keeps the result, so every attribute equals what an eager
+//! encode gives.
+use crate::tokenize::{EncodeOptions, Encoding, Input, Offsets, Tokenizer, Truncation};
+use pyo3::exceptions::PyIndexError;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use std::sync::{Arc, OnceLock};
+
+/// What a lazy encoding needs to build its full `Encoding` on demand.
+pub struct Lazy {
+    pub ids: Vec<u32>,
+    pub text: String,
+    pub add_special_tokens: bool,
+    pub offsets: Offsets,
+    pub truncation: Option<Arc<Truncation>>,
+    full: OnceLock<Encoding>,
+}
+
+impl Lazy {
+    #[must_use]
+    pub fn new(
+        ids: Vec<u32>,
+        text: String,
+        add_special_tokens: bool,
+        offsets: Offsets,
+        truncation: Option<Arc<Truncation>>,
+    ) -> Self {
+        Self {
+            ids,
+            text,
+            add_special_tokens,
+            offsets,
+            truncation,
+            full: OnceLock::new(),
+        }
+    }
+}
+
+pub enum Body {
+    Full(Encoding),
+    Lazy(Lazy),
+}
+
+/// The result of encoding: ids, tokens, offsets, masks, and the word/char/token mappings.
+#[pyclass(name = "Encoding", module = "fastprep._core", frozen)]
+pub struct PyEncoding {
+    body: Body,
+    tok: Arc<Tokenizer>,
+    ints: Arc<IntCache>,
+}
+
+/// Python ints for token ids, made once per id and shared: building `Encoding.ids` is then an
+/// incref per token instead of an allocation (the list conversion was most of a short call).
+pub struct IntCache(Box<[std::sync::OnceLock<Py<PyAny>>]>);
+
+impl IntCache {
+    pub fn new(n: usize) -> Self {
+        Self((0..n).map(|_| std::sync::OnceLock::new()).collect())
+    }
+
+    fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        let n = pyo3::ffi::Py_ssize_t::try_from(ids.len()).expect("length fits");
+        // SAFETY: PyList_New returns a new list of `n` NULL slots (or NULL with an exception
+        // set); every slot is then filled exactly once with a new reference, which
+        // PyList_SetItem steals, before the list is handed to Python.
+        unsafe {
+            let list = pyo3::ffi::PyList_New(n);
+            if list.is_null() {
+                return Err(PyErr::fetch(py));
+            }
+            let list = Bound::from_owned_ptr(py, list).cast_into_unchecked::<PyList>();
+            for (i, &id) in ids.iter().enumerate() {
+                let obj = match self.0.get(id as usize) {
+                    Some(cell) => cell
+                        .get_or_init(|| id.into_pyobject(py).expect("int").into_any().unbind())
+                        .clone_ref(py),
+                    None => id.into_pyobject(py).expect("int").into_any().unbind(),
+                };
+                pyo3::ffi::PyList_SetItem(
+                    list.as_ptr(),
+                    i as pyo3::ffi::Py_ssize_t,
+                    obj.into_ptr(),
+                );
+            }
+            Ok(list)
+        }
+    }
+}
+
+impl PyEncoding {
+    #[must_use]
+    pub fn new(body: Body, tok: Arc<Tokenizer>, ints: Arc<IntCache>) -> Self {
+        Self { body, tok, ints }
+    }
+
+    /// The full encoding, built on first use for a lazy one.
+    fn enc(&self) -> PyResult<&Encoding> {
+        let lazy = match &self.body {
+            Body::Full(e) => return Ok(e),
+            Body::Lazy(l) => l,
+        };
+        if let Some(e) = lazy.full.get() {
+            return Ok(e);
+        }
+        let opts = EncodeOptions {
+            add_special_tokens: lazy.add_special_tokens,
+            offsets: lazy.offsets,
+            truncation: lazy.truncation.as_deref(),
+            padding: None,
+        };
+        let e = self.tok.encode(&Input::Text(&lazy.text), None, &opts)?;
+        debug_assert_eq!(e.ids, lazy.ids, "lean and full encodes disagree");
+        // Another thread may have filled it meanwhile; both values are equal.
+        let _ = lazy.full.set(e);
+        Ok(lazy.full.get().expect("just set"))
+    }
+
+    fn ids_slice(&self) -> &[u32] {
+        match &self.body {
+            Body::Full(e) => &e.ids,
+            Body::Lazy(l) => &l.ids,
+        }
+    }
+
+    fn range_of(&self, seq: usize) -> PyResult<std::ops::Range<usize>> {
+        let enc = self.enc()?;
+        Ok(enc
+            .sequence_ranges
+            .iter()
+            .find(|(s, _)| *s == seq)
+            .map_or(0..enc.len(), |(_, r)| r.clone()))
+    }
+}
+
+#[pymethods]
+impl PyEncoding {
+    #[getter]
+    fn ids<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        self.ints.list(py, self.ids_slice())
+    }
+    #[getter]
+    fn type_ids(&self) -> PyResult<Vec<u32>> {
+        Ok(self.enc()?.type_ids.clone())
+    }
+    #[getter]
+    fn tokens(&self) -> PyResult<Vec<String>> {
+        let enc = self.enc()?;
+        Ok((0..enc.len())
+            .map(|i| self.tok.token_str(enc, i).to_owned())
+            .collect())
+    }
+    #[getter]
+    fn offsets(&self) -> PyResult<Vec<(u32, u32)>> {
+        Ok(self.enc()?.offsets.clone())
+    }
+    #[getter]
+    fn attention_mask(&self) -> PyResult<Vec<u32>> {
+        if let Body::Lazy(l) = &self.body {
+            // Lazy encodings are never padded: every token is attended to.
+            return Ok(vec![1; l.ids.len()]);
+        }
+        Ok(self
+            .enc()?
+            .attention_mask
+            .iter()
+            .map(|&m| u32::from(m))
+            .collect())
+    }
+    #[getter]
+    fn special_tokens_mask(&self) -> PyResult<Vec<u32>> {
+        Ok(self
+            .enc()?
+            .special_tokens_mask
+            .iter()
+            .map(|&m| u32::from(m))
+            .collect())
+    }
+    #[getter]
+    fn word_ids(&self) -> PyResult<Vec<Option<u32>>> {
+        let enc = self.enc()?;
+        Ok((0..enc.len()).map(|i| enc.word(i)).collect())
+    }
+    #[getter]
+    fn words(&self) -> PyResult<Vec<Option<u32>>> {
+        self.word_ids()
+    }
+    #[getter]
+    fn sequence_ids(&self) -> PyResult<Vec<Option<u32>>> {
+        Ok(self.enc()?.sequence_ids())
+    }
+    #[getter]
+    fn n_sequences(&self) -> PyResult<usize> {
+        Ok(self.enc()?.n_sequences())
+    }
+    #[getter]
+    fn overflowing(&self) -> PyResult<Vec<PyEncoding>> {
+        Ok(self
+            .enc()?
+            .overflowing
+            .iter()
+            .map(|e| {
+                PyEncoding::new(
+                    Body::Full(e.clone()),
+                    Arc::clone(&self.tok),
+                    Arc::clone(&self.ints),
+                )
+            })
+            .collect())
+    }
+    fn __len__(&self) -> usize {
+        self.ids_slice().len()
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Encoding(num_tokens={}, attributes=[ids, type_ids, tokens, offsets, attention_mask, special_tokens_mask, overflowing])",
+            self.ids_slice().len()
+        )
+    }
+
+    /// The token covering char `char_pos` of sequence `sequence_index`.
+    #[pyo3(signature = (char_pos, sequence_index = 0))]
+    fn char_to_token(&self, char_pos: u32, sequence_index: usize) -> PyResult<Option<usize>> {
+        let r = self.range_of(sequence_index)?;
+        let start = r.start;
+        Ok(self.enc()?.offsets[r]
+            .iter()
+            .position(|&(a, b)| char_pos >= a && char_pos < b)
+            .map(|i| i + start))
+    }
+
+    /// The word of char `char_pos` of sequence `sequence_index`.
+    #[pyo3(signature = (char_pos, sequence_index = 0))]
+    fn char_to_word(&self, char_pos: u32, sequence_index: usize) -> PyResult<Option<u32>> {
+        let enc = self.enc()?;
+        Ok(self
+            .char_to_token(char_pos, sequence_index)?
+            .and_then(|t| enc.word(t)))
+    }
+
+    fn token_to_chars(&self, token_index: usize) -> PyResult<Option<(u32, u32)>> {
+        let enc = self.enc()?;
+        if token_index >= enc.len() {
+            return Ok(None);
+        }
+        Ok(self
+            .token_to_sequence(token_index)?
+            .map(|_| enc.offsets[token_index]))
+    }
+
+    fn token_to_word(&self, token_index: usize) -> PyResult<Option<u32>> {
+        let enc = self.enc()?;
+        if token_index >= enc.len() {
+            return Ok(None);
+        }
+        Ok(self
+            .token_to_sequence(token_index)?
+            .and(enc.word(token_index)))
+    }
+
+    fn token_to_sequence(&self, token_index: usize) -> PyResult<Option<u32>> {
+        let enc = self.enc()?;
+        if token_index >= enc.len() {
+            return Err(PyIndexError::new_err(format!(
+                "token index {token_index} out of range"
+            )));
+        }
+        if enc.sequence_ranges.is_empty() {
+            return Ok(Some(0));
+        }
+        Ok(enc
+            .sequence_ranges
+            .iter()
+            .find(|(_, r)| r.contains(&token_index))
+            .map(|(s, _)| *s as u32))
+    }
+
+    /// The first and one-past-last tokens of word `word_index` in sequence `sequence_index`.
+    #[pyo3(signature = (word_index, sequence_index = 0))]
+    fn word_to_tokens(
+        &self,
+        word_index: u32,
+        sequence_index: usize,
+    ) -> PyResult<Option<(usize, usize)>> {
+        let r = self.range_of(sequence_index)?;
+        let start = r.start;
+        let idx: Vec<usize> = self.enc()?.words[r]
+            .iter()
+            .enumerate()
+            .filter(|(_, w)| **w == word_index)
+            .map(|(i, _)| i + start)
+            .collect();
+        Ok(idx.first().zip(idx.last()).map(|(&a, &b)| (a, b + 1)))
+    }
+
+    #[pyo3(signature = (word_index, sequence_index = 0))]
+    fn word_to_chars(
+        &self,
+        word_index: u32,
+        sequence_index: usize,
+    ) -> PyResult<Option<(u32, u32)>> {
+        let enc = self.enc()?;
+        Ok(self
+            .word_to_tokens(word_index, sequence_index)?
+            .map(|(a, b)| (enc.offsets[a].0, enc.offsets[b - 1].1)))
+    }
+}

@@ -1,0 +1,84 @@
+"""`encode` of one text without padding runs the lean ids-only path and builds the rest of the
+Encoding on first use. Every attribute must equal what `tokenizers` gives, whatever is read
+first, and the deferred build must use the tokenizer and settings of the call, not later ones."""
+
+from __future__ import annotations
+
+import pytest
+import tokenizers
+
+from fastprep import Tokenizer
+
+from . import tokenizer_data as data
+
+TEXTS = [
+    "Hello world, it's 2026 and 12345 tokens are cheap.",
+    "日本語のテキスト and émojis 👩‍👩‍👧 with  double  spaces\r\n",
+    "",
+    "a" * 300,
+]
+ATTRS = ["tokens", "offsets", "type_ids", "attention_mask", "special_tokens_mask", "word_ids", "sequence_ids"]
+
+
+@pytest.fixture(scope="module")
+def template_json() -> str:
+    return data.template_bpe()
+
+
+@pytest.mark.parametrize("first", ["ids", "len", *ATTRS])
+@pytest.mark.parametrize("text", TEXTS)
+def test_any_attribute_first_gives_tokenizers_values(template_json, first, text):
+    hf = tokenizers.Tokenizer.from_str(template_json)
+    tok = Tokenizer.from_str(template_json)
+    want = hf.encode(text)
+    got = tok.encode(text)
+    if first == "len":
+        assert len(got) == len(want)
+    else:
+        assert getattr(got, first) == getattr(want, first), first
+    for attr in ["ids", *ATTRS]:
+        assert getattr(got, attr) == getattr(want, attr), attr
+    assert got.n_sequences == want.n_sequences
+    for i in range(len(want)):
+        assert got.token_to_chars(i) == want.token_to_chars(i)
+        assert got.token_to_word(i) == want.token_to_word(i)
+    for c in range(len(text)):
+        assert got.char_to_token(c) == want.char_to_token(c)
+
+
+def test_truncation_overflow_of_a_lazy_encoding(template_json):
+    hf = tokenizers.Tokenizer.from_str(template_json)
+    tok = Tokenizer.from_str(template_json)
+    for t in (hf, tok):
+        t.enable_truncation(7, stride=2)
+    text = TEXTS[1] * 3
+    want, got = hf.encode(text), tok.encode(text)
+    assert got.ids == want.ids and len(got) == len(want)
+    assert [o.ids for o in got.overflowing] == [o.ids for o in want.overflowing]
+    assert [o.offsets for o in got.overflowing] == [o.offsets for o in want.overflowing]
+
+
+def test_deferred_build_uses_the_settings_of_the_call(template_json):
+    tok = Tokenizer.from_str(template_json)
+    text = "special words here and here"
+    enc = tok.encode(text)
+    ids = enc.ids
+    # Changes after the call must not leak into the encoding's deferred attributes.
+    tok.add_special_tokens(["here"])
+    tok.enable_truncation(3)
+    assert enc.ids == ids
+    assert len(enc.tokens) == len(ids) and len(enc.offsets) == len(ids)
+    fresh = Tokenizer.from_str(template_json).encode(text)
+    assert enc.tokens == fresh.tokens and enc.offsets == fresh.offsets
+    assert tok.encode(text).ids != ids
+
+
+def test_padding_and_pairs_still_encode_in_full(template_json):
+    hf = tokenizers.Tokenizer.from_str(template_json)
+    tok = Tokenizer.from_str(template_json)
+    for t in (hf, tok):
+        t.enable_padding(length=40, pad_id=0, pad_token="<pad>")
+    want, got = hf.encode(TEXTS[0]), tok.encode(TEXTS[0])
+    assert got.attention_mask == want.attention_mask and got.ids == want.ids
+    want, got = hf.encode(TEXTS[0], TEXTS[1]), tok.encode(TEXTS[0], TEXTS[1])
+    assert got.type_ids == want.type_ids and got.offsets == want.offsets
