@@ -48,8 +48,8 @@ def _peers(js: str) -> dict[str, tuple[Callable[[str], list[int]], Callable[[lis
     out: dict[str, Any] = {}
     fp = fastprep.Tokenizer.from_str(js)
     out["fastprep"] = (
-        lambda t: fp._core.encode(t, None, False, False, False).ids,
-        lambda ts: [e.ids for e in fp._core.encode_batch(ts, False, False, None, False)],
+        lambda t: fp.encode(t, add_special_tokens=False).ids,
+        lambda ts: [e.ids for e in fp.encode_batch(ts, add_special_tokens=False)],
     )
     out["fastprep.count_tokens"] = (None, lambda ts: fp.count_tokens(ts))
     hf = tokenizers.Tokenizer.from_str(js)

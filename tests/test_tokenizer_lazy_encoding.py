@@ -82,3 +82,47 @@ def test_padding_and_pairs_still_encode_in_full(template_json):
     assert got.attention_mask == want.attention_mask and got.ids == want.ids
     want, got = hf.encode(TEXTS[0], TEXTS[1]), tok.encode(TEXTS[0], TEXTS[1])
     assert got.type_ids == want.type_ids and got.offsets == want.offsets
+
+
+@pytest.mark.parametrize("first", ["ids", *ATTRS])
+def test_lazy_batch_builds_every_encoding_on_first_access(template_json, first):
+    hf = tokenizers.Tokenizer.from_str(template_json)
+    tok = Tokenizer.from_str(template_json)
+    texts = TEXTS * 5
+    want = hf.encode_batch(texts)
+    got = tok.encode_batch(texts)
+    assert [getattr(e, first) for e in got] == [getattr(e, first) for e in want]
+    for g, w in zip(got, want, strict=True):
+        assert len(g) == len(w)
+        for attr in ["ids", *ATTRS]:
+            assert getattr(g, attr) == getattr(w, attr), attr
+    eager = tok.encode_batch(texts, lazy=False)
+    assert [e.offsets for e in eager] == [e.offsets for e in want]
+
+
+def test_lazy_batch_keeps_the_call_settings(template_json):
+    tok = Tokenizer.from_str(template_json)
+    tok.enable_truncation(5)
+    got = tok.encode_batch(TEXTS)
+    tok.no_truncation()
+    hf = tokenizers.Tokenizer.from_str(template_json)
+    hf.enable_truncation(5)
+    want = hf.encode_batch(TEXTS)
+    assert [e.tokens for e in got] == [e.tokens for e in want]
+    assert [[o.ids for o in e.overflowing] for e in got] == [[o.ids for o in e.overflowing] for e in want]
+
+
+def test_lazy_encodings_read_from_many_threads(template_json):
+    from concurrent.futures import ThreadPoolExecutor
+
+    hf = tokenizers.Tokenizer.from_str(template_json)
+    tok = Tokenizer.from_str(template_json)
+    texts = TEXTS * 50
+    want = [e.offsets for e in hf.encode_batch(texts)]
+    for _ in range(5):
+        got = tok.encode_batch(texts)
+        single = [tok.encode(t) for t in texts]
+        with ThreadPoolExecutor(8) as pool:
+            offs = list(pool.map(lambda e: e.offsets, got))
+            offs1 = list(pool.map(lambda e: e.offsets, single))
+        assert offs == want and offs1 == want

@@ -159,6 +159,7 @@ class Tokenizer:
         is_pretokenized: bool = False,
         add_special_tokens: bool = True,
         offsets: bool = True,
+        lazy: bool = True,
     ) -> Encoding: ...
     def encode_batch(
         self,
@@ -167,6 +168,7 @@ class Tokenizer:
         add_special_tokens: bool = True,
         num_threads: int | None = None,
         offsets: bool = True,
+        lazy: bool = True,
     ) -> list[Encoding]: ...
     def encode_batch_flat(
         self,

@@ -71,12 +71,21 @@ class FastprepBackend:
     def encode(
         self, sequence: Any, pair: Any = None, is_pretokenized: bool = False, add_special_tokens: bool = True
     ) -> Any:
-        target = self._hf if self._split_specials() else self._fp
-        return target.encode(sequence, pair, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens)
+        if self._split_specials():
+            return self._hf.encode(
+                sequence, pair, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens
+            )
+        # transformers reads every attribute of what it gets: build them all up front.
+        return self._fp.encode(
+            sequence, pair, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens, lazy=False
+        )
 
     def encode_batch(self, inputs: Any, is_pretokenized: bool = False, add_special_tokens: bool = True) -> Any:
-        target = self._hf if self._split_specials() else self._fp
-        return target.encode_batch(inputs, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens)
+        if self._split_specials():
+            return self._hf.encode_batch(inputs, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens)
+        return self._fp.encode_batch(
+            inputs, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens, lazy=False
+        )
 
     def decode(self, ids: Any, skip_special_tokens: bool = True) -> str:
         return self._fp.decode(ids, skip_special_tokens=skip_special_tokens)

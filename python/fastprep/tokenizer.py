@@ -140,9 +140,16 @@ class Tokenizer:
         pair: str | Sequence[str] | None = None,
         is_pretokenized: bool = False,
         add_special_tokens: bool = True,
+        *,
+        lazy: bool = True,
     ) -> Encoding:
-        """Encode one input (or a pair) into an Encoding, as ``tokenizers.Tokenizer.encode``."""
-        return self._core.encode(sequence, pair, is_pretokenized, add_special_tokens)
+        """Encode one input (or a pair) into an Encoding, as ``tokenizers.Tokenizer.encode``.
+
+        A single text without padding computes its ids first and the rest of the Encoding
+        (offsets, tokens, words...) on first access, with identical results; ``lazy=False``
+        builds everything up front, for callers that read every attribute.
+        """
+        return self._core.encode(sequence, pair, is_pretokenized, add_special_tokens, True, lazy)
 
     def encode_batch(
         self,
@@ -151,11 +158,17 @@ class Tokenizer:
         add_special_tokens: bool = True,
         *,
         num_threads: int | None = None,
+        lazy: bool = True,
     ) -> list[Encoding]:
-        """Encode many inputs (str, or (str, str) pairs) in parallel, GIL released."""
+        """Encode many inputs (str, or (str, str) pairs) in parallel, GIL released.
+
+        Single texts without padding compute their ids first; the first access to anything else
+        builds every encoding of the batch in full, in parallel (identical results).
+        ``lazy=False`` builds everything up front, for callers that read every attribute.
+        """
         if not isinstance(input, (list, tuple)):
             input = list(input)
-        return self._core.encode_batch(input, is_pretokenized, add_special_tokens, num_threads)
+        return self._core.encode_batch(input, is_pretokenized, add_special_tokens, num_threads, True, lazy)
 
     def encode_batch_arrays(
         self,

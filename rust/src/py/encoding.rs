@@ -1,12 +1,14 @@
 //! `Encoding` for Python: the result of `encode`, with ids, tokens, offsets, masks and the
 //! word/char/token mappings, as `tokenizers.Encoding` gives them.
 //!
-//! A single text encoded without padding is *lazy*: the call runs the lean ids-only path
+//! Texts encoded without padding are *lazy*: the call runs the lean ids-only path
 //! (`Tokenizer::encode_ids`, no offsets, words or token strings), because most callers read
 //! `.ids` alone and that path is about twice as fast. The first access to anything else
 //! (offsets, tokens, words, overflowing...) encodes the text once more in full, with the same
 //! tokenizer snapshot and options, and keeps the result, so every attribute equals what an eager
-//! encode gives.
+//! encode gives. For a batch, that first access encodes the whole batch in full, in parallel, so
+//! a caller reading every encoding's offsets pays one parallel pass, not one serial pass each.
+use super::threads;
 use crate::tokenize::{EncodeOptions, Encoding, Input, Offsets, Tokenizer, Truncation};
 use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
@@ -43,9 +45,45 @@ impl Lazy {
     }
 }
 
+/// A batch of single texts whose full encodings are built together on first use.
+pub struct LazyBatch {
+    pub texts: Vec<String>,
+    pub add_special_tokens: bool,
+    pub offsets: Offsets,
+    pub truncation: Option<Arc<Truncation>>,
+    pub threads: usize,
+    full: OnceLock<Vec<Encoding>>,
+}
+
+impl LazyBatch {
+    #[must_use]
+    pub fn new(
+        texts: Vec<String>,
+        add_special_tokens: bool,
+        offsets: Offsets,
+        truncation: Option<Arc<Truncation>>,
+        threads: usize,
+    ) -> Self {
+        Self {
+            texts,
+            add_special_tokens,
+            offsets,
+            truncation,
+            threads,
+            full: OnceLock::new(),
+        }
+    }
+}
+
 pub enum Body {
     Full(Encoding),
     Lazy(Lazy),
+    /// Item `index` of a lazy batch, with its ids.
+    Batch {
+        ids: Vec<u32>,
+        batch: Arc<LazyBatch>,
+        index: usize,
+    },
 }
 
 /// The result of encoding: ids, tokens, offsets, masks, and the word/char/token mappings.
@@ -100,32 +138,59 @@ impl PyEncoding {
         Self { body, tok, ints }
     }
 
-    /// The full encoding, built on first use for a lazy one.
+    /// The full encoding, built on first use for a lazy one (GIL released meanwhile).
     fn enc(&self) -> PyResult<&Encoding> {
-        let lazy = match &self.body {
-            Body::Full(e) => return Ok(e),
-            Body::Lazy(l) => l,
-        };
-        if let Some(e) = lazy.full.get() {
-            return Ok(e);
+        match &self.body {
+            Body::Full(e) => Ok(e),
+            Body::Lazy(lazy) => {
+                if let Some(e) = lazy.full.get() {
+                    return Ok(e);
+                }
+                let opts = EncodeOptions {
+                    add_special_tokens: lazy.add_special_tokens,
+                    offsets: lazy.offsets,
+                    truncation: lazy.truncation.as_deref(),
+                    padding: None,
+                };
+                let tok = &self.tok;
+                let e = Python::attach(|py| {
+                    py.detach(|| tok.encode(&Input::Text(&lazy.text), None, &opts))
+                })?;
+                debug_assert_eq!(e.ids, lazy.ids, "lean and full encodes disagree");
+                // Another thread may have filled it meanwhile; both values are equal.
+                let _ = lazy.full.set(e);
+                Ok(lazy.full.get().expect("just set"))
+            }
+            Body::Batch { batch, index, .. } => {
+                if let Some(all) = batch.full.get() {
+                    return Ok(&all[*index]);
+                }
+                let opts = EncodeOptions {
+                    add_special_tokens: batch.add_special_tokens,
+                    offsets: batch.offsets,
+                    truncation: batch.truncation.as_deref(),
+                    padding: None,
+                };
+                let tok = &self.tok;
+                let all = Python::attach(|py| {
+                    py.detach(|| {
+                        let inputs: Vec<_> =
+                            batch.texts.iter().map(|t| (Input::Text(t), None)).collect();
+                        let parallel = batch.threads > 1 && inputs.len() > 1;
+                        threads::run(batch.threads, || tok.encode_batch(&inputs, &opts, parallel))
+                    })
+                })?;
+                let _ = batch.full.set(all);
+                Ok(&batch.full.get().expect("just set")[*index])
+            }
         }
-        let opts = EncodeOptions {
-            add_special_tokens: lazy.add_special_tokens,
-            offsets: lazy.offsets,
-            truncation: lazy.truncation.as_deref(),
-            padding: None,
-        };
-        let e = self.tok.encode(&Input::Text(&lazy.text), None, &opts)?;
-        debug_assert_eq!(e.ids, lazy.ids, "lean and full encodes disagree");
-        // Another thread may have filled it meanwhile; both values are equal.
-        let _ = lazy.full.set(e);
-        Ok(lazy.full.get().expect("just set"))
     }
 
     fn ids_slice(&self) -> &[u32] {
         match &self.body {
             Body::Full(e) => &e.ids,
             Body::Lazy(l) => &l.ids,
+            Body::Batch { ids, .. } => ids,
         }
     }
 
@@ -162,9 +227,9 @@ impl PyEncoding {
     }
     #[getter]
     fn attention_mask(&self) -> PyResult<Vec<u32>> {
-        if let Body::Lazy(l) = &self.body {
+        if !matches!(self.body, Body::Full(_)) {
             // Lazy encodings are never padded: every token is attended to.
-            return Ok(vec![1; l.ids.len()]);
+            return Ok(vec![1; self.ids_slice().len()]);
         }
         Ok(self
             .enc()?

@@ -33,9 +33,15 @@ pub fn resolve(num_threads: Option<usize>) -> usize {
                 .and_then(|v| v.parse().ok())
                 .filter(|&n: &usize| n > 0)
         })
-        .unwrap_or_else(|| {
-            std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
-        })
+        .unwrap_or_else(cpus)
+}
+
+/// The CPU count, read once: `available_parallelism` reads cgroup files on Linux (~30 us), which
+/// made every small batch call cost that much.
+fn cpus() -> usize {
+    static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *CPUS
+        .get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
 }
 
 /// Runs `f` on a pool of `threads` threads of this process (inline when `threads == 1`).

@@ -1,6 +1,6 @@
 //! `fastprep._core.Tokenizer` and `Encoding`. The Python facade (`fastprep/tokenizer.py`) adds
 //! loading from disk and the HF cache, `AddedToken`, argument checks and docs.
-use super::encoding::{Body, IntCache, Lazy, PyEncoding};
+use super::encoding::{Body, IntCache, Lazy, LazyBatch, PyEncoding};
 use super::threads;
 use crate::tokenize::added::AddedToken;
 use crate::tokenize::{
@@ -204,7 +204,9 @@ impl PyTokenizer {
         tok.to_json(pretty, truncation.as_deref(), padding.as_deref())
     }
 
-    #[pyo3(signature = (sequence, pair = None, is_pretokenized = false, add_special_tokens = true, offsets = true))]
+    #[pyo3(signature = (sequence, pair = None, is_pretokenized = false, add_special_tokens = true, offsets = true, lazy = true))]
+    // Python keyword arguments, mirrored one to one.
+    #[allow(clippy::too_many_arguments, clippy::fn_params_excessive_bools)]
     fn encode(
         &self,
         py: Python<'_>,
@@ -213,6 +215,7 @@ impl PyTokenizer {
         is_pretokenized: bool,
         add_special_tokens: bool,
         offsets: bool,
+        lazy: bool,
     ) -> PyResult<PyEncoding> {
         let a = Owned::extract(sequence, is_pretokenized, "sequence")?;
         let b = pair
@@ -226,7 +229,7 @@ impl PyTokenizer {
         };
         // A single text with no padding: the lean ids path, the rest built if asked for
         // (see `encoding::Lazy`).
-        if let (Owned::Text(text), None, None) = (&a, &b, &padding) {
+        if let (true, Owned::Text(text), None, None) = (lazy, &a, &b, &padding) {
             let ids =
                 py.detach(|| tok.encode_ids(text, add_special_tokens, truncation.as_deref()))?;
             if let Some(ids) = ids {
@@ -259,7 +262,9 @@ impl PyTokenizer {
         ))
     }
 
-    #[pyo3(signature = (inputs, is_pretokenized = false, add_special_tokens = true, num_threads = None, offsets = true))]
+    #[pyo3(signature = (inputs, is_pretokenized = false, add_special_tokens = true, num_threads = None, offsets = true, lazy = true))]
+    // Python keyword arguments, mirrored one to one.
+    #[allow(clippy::too_many_arguments, clippy::fn_params_excessive_bools)]
     fn encode_batch(
         &self,
         py: Python<'_>,
@@ -268,20 +273,67 @@ impl PyTokenizer {
         add_special_tokens: bool,
         num_threads: Option<usize>,
         offsets: bool,
+        lazy: bool,
     ) -> PyResult<Vec<PyEncoding>> {
         let owned = extract_batch(inputs, is_pretokenized)?;
         let (tok, padding, truncation) = self.snapshot();
+        let n = threads::resolve(num_threads);
+        let offsets = if offsets {
+            Offsets::Char
+        } else {
+            Offsets::None
+        };
+        // Single texts, no padding: ids through the lean path, the rest built (for the whole
+        // batch at once) if asked for; see `encoding::LazyBatch`.
+        if lazy
+            && padding.is_none()
+            && owned
+                .iter()
+                .all(|(a, b)| b.is_none() && matches!(a, Owned::Text(_)))
+        {
+            let texts: Vec<String> = owned
+                .into_iter()
+                .map(|(a, _)| match a {
+                    Owned::Text(t) => t,
+                    Owned::Words(_) => unreachable!("checked above"),
+                })
+                .collect();
+            let ids = py.detach(|| {
+                ids_batch(
+                    &tok,
+                    &texts,
+                    add_special_tokens,
+                    truncation.as_deref(),
+                    false,
+                    n,
+                )
+            })?;
+            let batch = Arc::new(LazyBatch::new(
+                texts,
+                add_special_tokens,
+                offsets,
+                truncation,
+                n,
+            ));
+            return Ok(ids
+                .into_iter()
+                .enumerate()
+                .map(|(index, (ids, _))| {
+                    let body = Body::Batch {
+                        ids,
+                        batch: Arc::clone(&batch),
+                        index,
+                    };
+                    PyEncoding::new(body, Arc::clone(&tok), Arc::clone(&self.ints))
+                })
+                .collect());
+        }
         let opts = EncodeOptions {
             add_special_tokens,
-            offsets: if offsets {
-                Offsets::Char
-            } else {
-                Offsets::None
-            },
+            offsets,
             truncation: truncation.as_deref(),
             padding: padding.as_deref(),
         };
-        let n = threads::resolve(num_threads);
         let encs = py.detach(|| {
             let inputs: Vec<_> = owned
                 .iter()
