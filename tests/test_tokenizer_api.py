@@ -80,8 +80,8 @@ def _with(js: str, path: list, value) -> str:
         (["normalizer"], {"type": "ByteLevel"}, 'normalizer "ByteLevel" at normalizer'),
         (
             ["pre_tokenizer", "pretokenizers", 0],
-            {"type": "UnicodeScripts"},
-            'pre-tokenizer "UnicodeScripts" at pre_tokenizer.pretokenizers[0]',
+            {"type": "Magic"},
+            'pre-tokenizer "Magic" at pre_tokenizer.pretokenizers[0]',
         ),
         (["decoder"], {"type": "BPEDecoder", "suffix": "</w>"}, 'decoder "BPEDecoder" at decoder'),
         (["post_processor"], {"type": "Magic"}, 'post-processor "Magic" at post_processor'),

@@ -238,6 +238,7 @@ pub fn pre_tokenizer(v: &Value, path: &str) -> R<Option<PreTokenizer>> {
                 Pattern::literal(d).map_err(|e| TokenizeError::invalid(path, e))?,
             )
         }
+        "UnicodeScripts" => PreTokenizer::UnicodeScripts,
         "Metaspace" => {
             let (replacement, prepend, split) = metaspace(m, path)?;
             PreTokenizer::Metaspace {

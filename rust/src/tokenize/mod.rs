@@ -21,6 +21,7 @@ pub mod pretokenize;
 pub mod sentencepiece;
 pub mod spm_normalize;
 pub mod tiktoken;
+pub mod unicode_scripts;
 pub mod unigram;
 pub mod wordlevel;
 pub mod wordpiece;

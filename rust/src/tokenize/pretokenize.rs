@@ -38,6 +38,8 @@ pub enum PreTokenizer {
     WhitespaceSplit,
     Bert,
     CharDelimiterSplit(Pattern),
+    /// Cuts where the Unicode script changes (HF's table and rules, see `unicode_scripts`).
+    UnicodeScripts,
     /// SentencePiece's whitespace marking: spaces become `replacement`, one is put in front
     /// (per `prepend`), and with `split` each piece is cut before every replacement char.
     Metaspace {
@@ -360,6 +362,12 @@ impl PreTokenizer {
                 sources,
                 pieces,
                 |t| delimiter.find_matches(t),
+                Behavior::Removed,
+            ),
+            Self::UnicodeScripts => split_pieces(
+                sources,
+                pieces,
+                super::unicode_scripts::slices,
                 Behavior::Removed,
             ),
             Self::Metaspace {
