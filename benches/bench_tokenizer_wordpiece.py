@@ -1,10 +1,12 @@
 """WordPiece benchmarks: all-MiniLM-L6-v2's BERT tokenizer.json on the multilingual test corpus,
-fastprep against HF tokenizers in the same run.
+fastprep against HF tokenizers and the peers that load the same file (kitoken, tokie) in the same
+run. fastprep's ids are compared with HF tokenizers' before anything is timed; peers are timed
+even where their ids differ, with their parity in extra_info["identical_docs"].
 
     .venv/bin/pytest benches/bench_tokenizer_wordpiece.py -p no:cacheprovider --benchmark-columns=min,median
     FASTPREP_BENCH_CORPUS_MB=29 ...   # a bigger corpus
 
-Ids are compared with HF tokenizers' before anything is timed. "full documents" runs with the
+"full documents" runs with the
 file's truncation and padding turned off (every token of every document); "as shipped" keeps
 them (128-token windows, padded), what an embedding service runs. MB/s figures are in
 extra_info["MB/s"] (from the median).
@@ -12,6 +14,7 @@ extra_info["MB/s"] (from the median).
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +25,8 @@ import tokenizers
 import fastprep
 from tests import tokenizer_data as data
 from tests import tokenizer_data_wordpiece as wp
+
+from . import tokenizer_peers as peers
 
 MB = 1_000_000
 
@@ -64,17 +69,34 @@ def _rounds(benchmark: Any) -> dict[str, int]:
     return {"rounds": 1 if benchmark.disabled else 3, "iterations": 1, "warmup_rounds": 0 if benchmark.disabled else 1}
 
 
-@pytest.mark.parametrize("impl", ["fastprep", "tokenizers"])
+def _encoders(js: str, impl: str) -> tuple[Callable[[str], Any], Callable[[list[str]], Any]]:
+    impls = _impls(js, shipped=False)
+    if impl in impls:
+        return impls[impl]
+    # Peers get the file with truncation and padding off, as "full documents" runs the others.
+    full = json.loads(js) | {"truncation": None, "padding": None}
+    return peers.load(impl, json.dumps(full))
+
+
+def _check(benchmark: Any, js: str, impl: str, run: Callable[[list[str]], list[list[int]]], docs: list[str]) -> None:
+    """fastprep must equal tokenizers on the first 300 documents; a peer runs on all of them
+    (skipped if it crashes on one) and its parity is recorded."""
+    if impl in ("fastprep", "tokenizers"):
+        assert run(docs[:300]) == _impls(js, shipped=False)["tokenizers"][1](docs[:300])
+    else:
+        peers.record_parity(benchmark, peers.guarded(impl, run, docs), _load(js, shipped=False)[0], docs)
+
+
+@pytest.mark.parametrize("impl", ["fastprep", "tokenizers", *peers.PEERS])
 def test_single_thread_throughput(benchmark, bert_json, docs, impl):
-    encode = _impls(bert_json, shipped=False)[impl][0]
-    ref = _impls(bert_json, shipped=False)["tokenizers"][0]
-    assert [encode(d) for d in docs[:300]] == [ref(d) for d in docs[:300]]
+    encode = _encoders(bert_json, impl)[0]
+    _check(benchmark, bert_json, impl, lambda ds: [encode(d) for d in ds], docs)
     benchmark.group = "BERT single-thread encode(...).ids loop, full documents"
     benchmark.pedantic(lambda: [encode(d) for d in docs], **_rounds(benchmark))
     _record(benchmark, sum(len(d.encode()) for d in docs))
 
 
-@pytest.mark.parametrize("impl", ["fastprep", "fastprep.count_tokens", "tokenizers"])
+@pytest.mark.parametrize("impl", ["fastprep", "fastprep.count_tokens", "tokenizers", *peers.PEERS])
 def test_batch_throughput(benchmark, bert_json, docs, impl):
     impls = _impls(bert_json, shipped=False)
     if impl == "fastprep.count_tokens":
@@ -82,8 +104,8 @@ def test_batch_throughput(benchmark, bert_json, docs, impl):
         batch: Callable[[list[str]], Any] = lambda ts: fp.count_tokens(ts, add_special_tokens=True)  # noqa: E731
         assert batch(docs[:300]) == [len(r) for r in impls["tokenizers"][1](docs[:300])]
     else:
-        batch = impls[impl][1]
-        assert batch(docs[:300]) == impls["tokenizers"][1](docs[:300])
+        batch = _encoders(bert_json, impl)[1]
+        _check(benchmark, bert_json, impl, batch, docs)
     benchmark.group = "BERT encode_batch (all cores), full documents"
     benchmark.pedantic(lambda: batch(docs), **_rounds(benchmark))
     _record(benchmark, sum(len(d.encode()) for d in docs))
