@@ -15,31 +15,40 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 use std::sync::{Arc, OnceLock};
 
-/// What a lazy encoding needs to build its full `Encoding` on demand.
-pub struct Lazy {
-    pub ids: Vec<u32>,
-    pub text: String,
+/// The options of the call that made a lazy encoding, to build it in full on demand.
+pub struct Settings {
     pub add_special_tokens: bool,
     pub offsets: Offsets,
     pub truncation: Option<Arc<Truncation>>,
+}
+
+impl Settings {
+    /// The call's options (lazy encodings are never padded).
+    fn options(&self) -> EncodeOptions<'_> {
+        EncodeOptions {
+            add_special_tokens: self.add_special_tokens,
+            offsets: self.offsets,
+            truncation: self.truncation.as_deref(),
+            padding: None,
+        }
+    }
+}
+
+/// A single text whose full encoding is built on first use.
+pub struct Lazy {
+    ids: Vec<u32>,
+    text: String,
+    settings: Settings,
     full: OnceLock<Encoding>,
 }
 
 impl Lazy {
     #[must_use]
-    pub fn new(
-        ids: Vec<u32>,
-        text: String,
-        add_special_tokens: bool,
-        offsets: Offsets,
-        truncation: Option<Arc<Truncation>>,
-    ) -> Self {
+    pub fn new(ids: Vec<u32>, text: String, settings: Settings) -> Self {
         Self {
             ids,
             text,
-            add_special_tokens,
-            offsets,
-            truncation,
+            settings,
             full: OnceLock::new(),
         }
     }
@@ -47,28 +56,18 @@ impl Lazy {
 
 /// A batch of single texts whose full encodings are built together on first use.
 pub struct LazyBatch {
-    pub texts: Vec<String>,
-    pub add_special_tokens: bool,
-    pub offsets: Offsets,
-    pub truncation: Option<Arc<Truncation>>,
-    pub threads: usize,
+    texts: Vec<String>,
+    settings: Settings,
+    threads: usize,
     full: OnceLock<Vec<Encoding>>,
 }
 
 impl LazyBatch {
     #[must_use]
-    pub fn new(
-        texts: Vec<String>,
-        add_special_tokens: bool,
-        offsets: Offsets,
-        truncation: Option<Arc<Truncation>>,
-        threads: usize,
-    ) -> Self {
+    pub fn new(texts: Vec<String>, settings: Settings, threads: usize) -> Self {
         Self {
             texts,
-            add_special_tokens,
-            offsets,
-            truncation,
+            settings,
             threads,
             full: OnceLock::new(),
         }
@@ -146,12 +145,7 @@ impl PyEncoding {
                 if let Some(e) = lazy.full.get() {
                     return Ok(e);
                 }
-                let opts = EncodeOptions {
-                    add_special_tokens: lazy.add_special_tokens,
-                    offsets: lazy.offsets,
-                    truncation: lazy.truncation.as_deref(),
-                    padding: None,
-                };
+                let opts = lazy.settings.options();
                 let tok = &self.tok;
                 let e = Python::attach(|py| {
                     py.detach(|| tok.encode(&Input::Text(&lazy.text), None, &opts))
@@ -165,12 +159,7 @@ impl PyEncoding {
                 if let Some(all) = batch.full.get() {
                     return Ok(&all[*index]);
                 }
-                let opts = EncodeOptions {
-                    add_special_tokens: batch.add_special_tokens,
-                    offsets: batch.offsets,
-                    truncation: batch.truncation.as_deref(),
-                    padding: None,
-                };
+                let opts = batch.settings.options();
                 let tok = &self.tok;
                 let all = Python::attach(|py| {
                     py.detach(|| {

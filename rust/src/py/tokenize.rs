@@ -1,6 +1,6 @@
 //! `fastprep._core.Tokenizer` and `Encoding`. The Python facade (`fastprep/tokenizer.py`) adds
 //! loading from disk and the HF cache, `AddedToken`, argument checks and docs.
-use super::encoding::{Body, IntCache, Lazy, LazyBatch, PyEncoding};
+use super::encoding::{Body, IntCache, Lazy, LazyBatch, PyEncoding, Settings};
 use super::threads;
 use crate::tokenize::added::AddedToken;
 use crate::tokenize::{
@@ -234,7 +234,12 @@ impl PyTokenizer {
                 py.detach(|| tok.encode_ids(text, add_special_tokens, truncation.as_deref()))?;
             if let Some(ids) = ids {
                 let Owned::Text(text) = a else { unreachable!() };
-                let lazy = Lazy::new(ids, text, add_special_tokens, offsets, truncation);
+                let settings = Settings {
+                    add_special_tokens,
+                    offsets,
+                    truncation,
+                };
+                let lazy = Lazy::new(ids, text, settings);
                 return Ok(PyEncoding::new(
                     Body::Lazy(lazy),
                     tok,
@@ -308,13 +313,12 @@ impl PyTokenizer {
                     n,
                 )
             })?;
-            let batch = Arc::new(LazyBatch::new(
-                texts,
+            let settings = Settings {
                 add_special_tokens,
                 offsets,
                 truncation,
-                n,
-            ));
+            };
+            let batch = Arc::new(LazyBatch::new(texts, settings, n));
             return Ok(ids
                 .into_iter()
                 .enumerate()
