@@ -112,6 +112,19 @@ impl HotCache {
         false
     }
 
+    /// Pushes the cached ids of `piece` (1..=16 bytes) and returns true, if cached.
+    #[inline]
+    fn get_ids(&self, len: usize, k0: u64, k1: u64, ids: &mut Vec<u32>) -> bool {
+        for s in &self.sets[Self::set(k0, k1)] {
+            if s.k0 == k0 && s.k1 == k1 && (s.meta & 31) as usize == len {
+                let n = ((s.meta >> 5) & 3) as usize;
+                ids.extend_from_slice(&s.ids[..n]);
+                return true;
+            }
+        }
+        false
+    }
+
     /// Caches the tokens of a piece of `len` (1..=16) bytes, if there are at most three.
     #[inline]
     fn put(&mut self, len: usize, k0: u64, k1: u64, tokens: &[(u32, u32)]) {
@@ -418,6 +431,38 @@ impl Bpe {
             return Ok(());
         }
         self.tokenize_bytes_cold(piece, out, scratch)
+    }
+
+    /// The ids alone of one byte-level piece (the ids-only path): as `tokenize_bytes`, with the
+    /// hot cache's ids pushed straight into `ids`. `tokens` is scratch space.
+    #[inline]
+    pub fn ids_bytes(
+        &self,
+        piece: &[u8],
+        ids: &mut Vec<u32>,
+        tokens: &mut Vec<(u32, u32)>,
+        scratch: &mut Scratch,
+    ) -> Result<(), TokenizeError> {
+        if piece.len() == 1 && self.plain() {
+            if let Some(id) = self.byte_ids[piece[0] as usize] {
+                ids.push(id);
+                return Ok(());
+            }
+        }
+        if (2..=16).contains(&piece.len()) && self.plain() {
+            let (k0, k1) = bytesmap::split(piece);
+            if scratch
+                .cache(self.model_id)
+                .hot
+                .get_ids(piece.len(), k0, k1, ids)
+            {
+                return Ok(());
+            }
+        }
+        tokens.clear();
+        self.tokenize_bytes(piece, tokens, scratch)?;
+        ids.extend(tokens.iter().map(|t| t.0));
+        Ok(())
     }
 
     /// `tokenize_bytes` past the hot cache: the vocabulary, then the cache, then BPE.

@@ -390,30 +390,56 @@ impl Tokenizer {
         let mut ids = Vec::with_capacity(text.len() / 4 + 4);
         ids.extend_from_slice(&head);
         let mut tokens: Vec<(u32, u32)> = Vec::with_capacity(16);
-        bpe::with_scratch(|scratch| -> Result<(), TokenizeError> {
-            // The thread's piece buffer, so long texts do not allocate (and fault in) a new one
-            // per call.
-            let mut pieces = std::mem::take(&mut scratch.pieces);
-            let run = || -> Result<(), TokenizeError> {
+        let fused = match (&self.normalizer, &self.pre_tokenizer, &self.model) {
+            (None, Some(pt), Model::Bpe(bpe)) => pt.plain_known_split().map(|k| (k, bpe)),
+            _ => None,
+        };
+        if let Some((known, bpe)) = fused {
+            // One scan per text: each match is tokenized as the splitter finds it, with no
+            // piece list, no pre-tokenizer or model dispatch per piece.
+            bpe::with_scratch(|scratch| -> Result<(), TokenizeError> {
+                let mut failed = Ok(());
                 for (id, piece) in splits {
                     if let Some(id) = id {
                         ids.push(id);
                         continue;
                     }
-                    self.pre_tokenize(&mut sources, piece, &mut pieces);
-                    for p in &pieces {
-                        tokens.clear();
-                        self.model_tokens(&sources, *p, &mut tokens, scratch)?;
-                        ids.extend(tokens.iter().map(|t| t.0));
-                    }
+                    let bytes = sources.text(piece).as_bytes();
+                    known.for_each(sources.text(piece), |s, e| {
+                        if failed.is_ok() {
+                            failed = bpe.ids_bytes(&bytes[s..e], &mut ids, &mut tokens, scratch);
+                        }
+                    });
+                    std::mem::replace(&mut failed, Ok(()))?;
                 }
                 Ok(())
-            };
-            let result = run();
-            pieces.clear();
-            scratch.pieces = pieces;
-            result
-        })?;
+            })?;
+        } else {
+            bpe::with_scratch(|scratch| -> Result<(), TokenizeError> {
+                // The thread's piece buffer, so long texts do not allocate (and fault in) a new one
+                // per call.
+                let mut pieces = std::mem::take(&mut scratch.pieces);
+                let run = || -> Result<(), TokenizeError> {
+                    for (id, piece) in splits {
+                        if let Some(id) = id {
+                            ids.push(id);
+                            continue;
+                        }
+                        self.pre_tokenize(&mut sources, piece, &mut pieces);
+                        for p in &pieces {
+                            tokens.clear();
+                            self.model_tokens(&sources, *p, &mut tokens, scratch)?;
+                            ids.extend(tokens.iter().map(|t| t.0));
+                        }
+                    }
+                    Ok(())
+                };
+                let result = run();
+                pieces.clear();
+                scratch.pieces = pieces;
+                result
+            })?;
+        }
         let body = head.len()..ids.len();
         if let Some(t) = truncation {
             let n_added = head.len() + tail.len();

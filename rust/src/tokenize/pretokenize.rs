@@ -274,6 +274,32 @@ impl PreTokenizer {
         }
     }
 
+    /// The known split pattern, when this pre-tokenizer is nothing but that split followed by
+    /// the plain byte-level step (cl100k, Llama-3, Qwen2, GPT-2 style files): the ids-only path
+    /// then scans each text once and tokenizes matches as it finds them.
+    #[must_use]
+    pub fn plain_known_split(&self) -> Option<Known> {
+        match self {
+            Self::ByteLevel {
+                add_prefix_space: false,
+                use_regex: true,
+            } => Some(Known::Gpt2),
+            Self::Sequence(items) => match &items[..] {
+                [one] => one.plain_known_split(),
+                [Self::Split {
+                    pattern: Pattern::Known(k, _),
+                    behavior: Behavior::Isolated,
+                    invert: false,
+                }, Self::ByteLevel {
+                    add_prefix_space: false,
+                    use_regex: false,
+                }] => Some(*k),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// Splits every piece in `pieces` (in place).
     pub fn run(&self, sources: &mut Sources<'_>, pieces: &mut Vec<Piece>) {
         match self {
