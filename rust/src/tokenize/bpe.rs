@@ -434,11 +434,13 @@ impl Bpe {
     }
 
     /// The ids alone of one byte-level piece (the ids-only path): as `tokenize_bytes`, with the
-    /// hot cache's ids pushed straight into `ids`. `tokens` is scratch space.
+    /// hot cache's ids pushed straight into `ids`. `key` is `bytesmap::split(piece)`, computed by
+    /// the caller (which prefetched with it). `tokens` is scratch space.
     #[inline]
     pub fn ids_bytes(
         &self,
         piece: &[u8],
+        key: (u64, u64),
         ids: &mut Vec<u32>,
         tokens: &mut Vec<(u32, u32)>,
         scratch: &mut Scratch,
@@ -449,20 +451,36 @@ impl Bpe {
                 return Ok(());
             }
         }
-        if (2..=16).contains(&piece.len()) && self.plain() {
-            let (k0, k1) = bytesmap::split(piece);
-            if scratch
+        if (2..=16).contains(&piece.len())
+            && self.plain()
+            && scratch
                 .cache(self.model_id)
                 .hot
-                .get_ids(piece.len(), k0, k1, ids)
-            {
-                return Ok(());
-            }
+                .get_ids(piece.len(), key.0, key.1, ids)
+        {
+            return Ok(());
         }
         tokens.clear();
         self.tokenize_bytes(piece, tokens, scratch)?;
         ids.extend(tokens.iter().map(|t| t.0));
         Ok(())
+    }
+
+    /// Asks the CPU to start loading the hot-cache set of a piece with this `key`. Lookups are
+    /// memory-bound (profiles show them stalled on that load), and a piece's lookup does not
+    /// depend on the previous one's, so prefetching a run of pieces overlaps their misses.
+    #[inline]
+    pub fn prefetch(&self, key: (u64, u64), scratch: &mut Scratch) {
+        let sets = &scratch.cache(self.model_id).hot.sets;
+        let set = &sets[HotCache::set(key.0, key.1)];
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: prefetching is a hint; any address is allowed, and this one is valid.
+        unsafe {
+            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
+            _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(set).cast::<i8>());
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = set;
     }
 
     /// `tokenize_bytes` past the hot cache: the vocabulary, then the cache, then BPE.

@@ -36,6 +36,9 @@ use postprocess::PostProcessor;
 use pretokenize::{Piece, PreTokenizer, Sources};
 use serde_json::Value;
 
+/// Pieces whose cache lookups the ids-only path prefetches together.
+const PREFETCH_RUN: usize = 16;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TruncationStrategy {
     LongestFirst,
@@ -404,12 +407,32 @@ impl Tokenizer {
                         ids.push(id);
                         continue;
                     }
-                    let bytes = sources.text(piece).as_bytes();
-                    known.for_each(sources.text(piece), |s, e| {
-                        if failed.is_ok() {
-                            failed = bpe.ids_bytes(&bytes[s..e], &mut ids, &mut tokens, scratch);
+                    let text = sources.text(piece);
+                    let bytes = text.as_bytes();
+                    // Matches go through in runs: the run's hot-cache sets are prefetched
+                    // first, so their memory latencies overlap (see `Bpe::prefetch`).
+                    let mut run: [(u32, u32, (u64, u64)); PREFETCH_RUN] =
+                        [(0, 0, (0, 0)); PREFETCH_RUN];
+                    let mut n = 0;
+                    let mut flush = |run: &[(u32, u32, (u64, u64))], scratch: &mut bpe::Scratch| {
+                        for &(s, e, key) in run {
+                            if failed.is_ok() {
+                                let piece = &bytes[s as usize..e as usize];
+                                failed = bpe.ids_bytes(piece, key, &mut ids, &mut tokens, scratch);
+                            }
+                        }
+                    };
+                    known.for_each(text, |s, e| {
+                        let key = bytesmap::split(&bytes[s..e]);
+                        bpe.prefetch(key, scratch);
+                        run[n] = (s as u32, e as u32, key);
+                        n += 1;
+                        if n == PREFETCH_RUN {
+                            flush(&run, scratch);
+                            n = 0;
                         }
                     });
+                    flush(&run[..n], scratch);
                     std::mem::replace(&mut failed, Ok(()))?;
                 }
                 Ok(())
