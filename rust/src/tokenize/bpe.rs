@@ -472,15 +472,7 @@ impl Bpe {
     #[inline]
     pub fn prefetch(&self, key: (u64, u64), scratch: &mut Scratch) {
         let sets = &scratch.cache(self.model_id).hot.sets;
-        let set = &sets[HotCache::set(key.0, key.1)];
-        #[cfg(target_arch = "x86_64")]
-        // SAFETY: prefetching is a hint; any address is allowed, and this one is valid.
-        unsafe {
-            use std::arch::x86_64::{_mm_prefetch, _MM_HINT_T0};
-            _mm_prefetch::<_MM_HINT_T0>(std::ptr::from_ref(set).cast::<i8>());
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        let _ = set;
+        bytesmap::prefetch(&sets[HotCache::set(key.0, key.1)]);
     }
 
     /// `tokenize_bytes` past the hot cache: the vocabulary, then the cache, then BPE.

@@ -362,6 +362,29 @@ impl Tokenizer {
         }
     }
 
+    /// Prefetches the model's cache entry of the piece `PREFETCH_RUN` after piece `i` (and at
+    /// `i == 0`, of the first ones), so that cache misses of consecutive pieces overlap (see
+    /// `Bpe::prefetch`).
+    #[inline]
+    fn prefetch(
+        &self,
+        sources: &Sources<'_>,
+        pieces: &[Piece],
+        i: usize,
+        scratch: &mut bpe::Scratch,
+    ) {
+        let (Model::Bpe(bpe), true) = (&self.model, self.byte_level) else {
+            return;
+        };
+        let first = if i == 0 { 0 } else { i + PREFETCH_RUN };
+        for q in pieces.iter().take(i + PREFETCH_RUN + 1).skip(first) {
+            let bytes = sources.text(*q).as_bytes();
+            if (2..=16).contains(&bytes.len()) {
+                bpe.prefetch(bytesmap::split(bytes), scratch);
+            }
+        }
+    }
+
     /// The model's tokens of one piece, as (id, byte length) into `tokens`.
     #[inline]
     fn model_tokens(
@@ -449,7 +472,8 @@ impl Tokenizer {
                             continue;
                         }
                         self.pre_tokenize(&mut sources, piece, &mut pieces);
-                        for p in &pieces {
+                        for (i, p) in pieces.iter().enumerate() {
+                            self.prefetch(&sources, &pieces, i, scratch);
                             tokens.clear();
                             self.model_tokens(&sources, *p, &mut tokens, scratch)?;
                             ids.extend(tokens.iter().map(|t| t.0));
@@ -570,7 +594,8 @@ impl Tokenizer {
                     continue;
                 }
                 self.pre_tokenize(&mut sources, piece, &mut pieces);
-                for p in &pieces {
+                for (i, p) in pieces.iter().enumerate() {
+                    self.prefetch(&sources, &pieces, i, scratch);
                     tokens.clear();
                     self.model_tokens(&sources, *p, &mut tokens, scratch)?;
                     let mut at = 0usize;
