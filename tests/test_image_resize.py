@@ -219,3 +219,31 @@ def test_resize_batch_equals_single_resizes(threads):
 def test_hyp_rgba_sizes(h, w, oh, ow, name):
     img = _rgba(h, w, seed=h * 31 + w)
     np.testing.assert_array_equal(fastprep.resize(img, (ow, oh), filter=name), _pillow(img, (ow, oh), name))
+
+
+@pytest.mark.parametrize("name", list(FILTERS))
+@pytest.mark.parametrize(
+    ("src", "dst"),
+    [
+        ((1080, 1920), (256, 455)),  # the pipeline's common shrink: 9 to 27 horizontal taps
+        ((1200, 1600), (150, 1500)),  # shrinks more in height: Pillow 13 runs the vertical pass first
+        ((2000, 1200), (100, 300)),  # vertical first, then long horizontal filters
+        ((377, 501), (1003, 777)),  # upscale: two to six taps
+        ((301, 1203), (300, 31)),  # long filters (up to 230 taps): two rows per call of the kernel
+    ],
+)
+def test_large_shapes_match_pillow(name, src, dst):
+    """Sizes where the SIMD kernels take their bulk paths (blocks of pixels, pairs of rows, the
+    ring of intermediate rows), for L, RGB and RGBA, whole and windowed."""
+    from fastprep import _core
+
+    h, w = src
+    oh, ow = dst
+    rgb = _images(h, w)["photo"]
+    for img in (np.ascontiguousarray(rgb[..., 1]), rgb, _rgba(h, w, seed=w)):
+        want = _pillow(img, (ow, oh), name)
+        np.testing.assert_array_equal(fastprep.resize(img, (ow, oh), filter=name), want, err_msg=str(img.shape))
+        c = 1 if img.ndim == 2 else img.shape[2]
+        x, y, cw, ch = ow // 5, oh // 3, ow // 2 + 1, oh // 2 + 1
+        part = np.asarray(_core.resize_u8(np.ascontiguousarray(img), h, w, c, ow, oh, name, (x, y, cw, ch)))
+        np.testing.assert_array_equal(part.reshape(want[y : y + ch, x : x + cw].shape), want[y : y + ch, x : x + cw])

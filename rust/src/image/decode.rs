@@ -148,6 +148,43 @@ pub fn stored_size(data: &[u8]) -> Result<(usize, usize, Format), DecodeError> {
     }
 }
 
+/// A rough relative cost of decoding `data`, so that a batch can start its slowest images
+/// first: the encoded size, four times over for a progressive JPEG, whose passes over the
+/// coefficients make each byte about four times as slow (1080p photos: 5 and 8 ms for baseline
+/// 4:2:0 and 4:4:4 files of 410 and 520 kB, 15 and 21 ms for progressive ones of 316 and 350 kB).
+pub fn cost_estimate(data: &[u8]) -> usize {
+    if progressive_jpeg(data) {
+        data.len() * 4
+    } else {
+        data.len()
+    }
+}
+
+/// Whether `data` is a JPEG whose frame header (SOFn) is progressive; walks only the marker
+/// segments before it.
+fn progressive_jpeg(data: &[u8]) -> bool {
+    if !data.starts_with(&[0xFF, 0xD8]) {
+        return false;
+    }
+    let mut i = 2;
+    while i + 4 <= data.len() {
+        if data[i] != 0xFF {
+            return false;
+        }
+        match data[i + 1] {
+            // Fill bytes before a marker code.
+            0xFF => i += 1,
+            0xC2 | 0xC6 | 0xCA | 0xCE => return true,
+            0xC0 | 0xC1 | 0xC3 | 0xC5 | 0xC7 | 0xC9 | 0xCB | 0xCD | 0xCF | 0xD9 | 0xDA => {
+                return false
+            }
+            0x01 | 0xD0..=0xD7 => i += 2,
+            _ => i += 2 + usize::from(u16::from_be_bytes([data[i + 2], data[i + 3]])),
+        }
+    }
+    false
+}
+
 /// EXIF orientation (1-8) of the file, 1 when absent or unreadable (as Pillow treats it).
 pub fn orientation(data: &[u8], format: Format, png_exif: Option<Vec<u8>>) -> u32 {
     let reader = exif::Reader::new();
@@ -338,5 +375,25 @@ pub fn orient(img: &Image, orientation: u32) -> Image {
         height: oh,
         channels: c,
         pixels: out,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progressive_jpegs_cost_more_per_byte() {
+        // SOI, an APP0 segment, fill bytes, then the frame header's marker.
+        let file = |sof: u8| [0xFF, 0xD8, 0xFF, 0xE0, 0, 4, 1, 2, 0xFF, 0xFF, sof, 0, 0].to_vec();
+        assert_eq!(cost_estimate(&file(0xC0)), 13);
+        assert_eq!(cost_estimate(&file(0xC2)), 52);
+        assert_eq!(cost_estimate(&file(0xC1)), 13);
+        assert_eq!(cost_estimate(b"\x89PNG rest"), 9);
+        // A length running past the end stops the walk.
+        assert_eq!(
+            cost_estimate(&[0xFF, 0xD8, 0xFF, 0xE1, 0xFF, 0xFF, 0xFF, 0xC2]),
+            8
+        );
     }
 }

@@ -215,7 +215,7 @@ pub fn read_info(data: &[u8]) -> Result<JpegInfo, DecodeError> {
 /// does). `scale_denom` (1, 2, 4 or 8) is libjpeg's DCT-domain downscale,
 /// as Pillow's `Image.draft` uses it; sizes round up (`ceil(w / denom)`).
 pub fn decode(data: &[u8], max_pixels: Option<u64>, scale_denom: u32) -> Result<Raw, DecodeError> {
-    decode_region(data, max_pixels, scale_denom, None).map(|(raw, _)| raw)
+    decode_region(data, max_pixels, scale_denom, None, Vec::new()).map(|(raw, _)| raw)
 }
 
 /// The region of the scaled image to decode so that `want` comes out exactly as in a full decode:
@@ -248,17 +248,24 @@ fn region_to_decode(info: &JpegInfo, scale_denom: u32, want: Rect) -> Option<Rec
 /// `decode`, of only what covers `want` (in scaled stored coordinates) when that saves work:
 /// returns the pixels and the rectangle they cover. Inside `want` they equal a full decode's;
 /// in the margin around it they may not (chroma upsampling at the region's edges).
+///
+/// The pixels go into `buf` (resized to fit): a caller decoding many images passes the previous
+/// image's buffer back, which saves zeroing and faulting in a new one each time (only growth is
+/// zeroed; TurboJPEG writes every byte of the region when it succeeds or only warns).
 pub fn decode_region(
     data: &[u8],
     max_pixels: Option<u64>,
     scale_denom: u32,
     want: Option<Rect>,
+    buf: Vec<u8>,
 ) -> Result<(Raw, Rect), DecodeError> {
-    match decode_rect(data, max_pixels, scale_denom, want) {
+    match decode_rect(data, max_pixels, scale_denom, want, buf) {
         // libjpeg warns about damaged data as it meets it, and TurboJPEG keeps only the last
         // warning, which `check` judges: a partial decode meets the damage in another order and
         // could judge the file otherwise. So a damaged file is judged by a full decode, as alone.
-        Err(Warned) if want.is_some() => decode_rect(data, max_pixels, scale_denom, None),
+        Err(Warned) if want.is_some() => {
+            decode_rect(data, max_pixels, scale_denom, None, Vec::new())
+        }
         r => r,
     }
     .map_err(|e| match e {
@@ -285,6 +292,7 @@ fn decode_rect(
     max_pixels: Option<u64>,
     scale_denom: u32,
     want: Option<Rect>,
+    buf: Vec<u8>,
 ) -> Result<(Raw, Rect), RegionError> {
     with_handle(|h| -> Result<(Raw, Rect), RegionError> {
         let info = header(h, data)?;
@@ -334,7 +342,8 @@ fn decode_rect(
                 format!("partial decoding: {}", error_string(h)),
             )));
         }
-        let mut pixels = vec![0u8; width * height * channels];
+        let mut pixels = buf;
+        pixels.resize(width * height * channels, 0);
         // SAFETY: `pixels` holds exactly width*height*channels bytes, the size TurboJPEG writes
         // for this pixel format and scaling factor with pitch 0 (= width * channels).
         let rc = unsafe {
@@ -414,7 +423,8 @@ mod tests {
                     },
                 ];
                 for want in wants {
-                    let (raw, got) = decode_region(data, None, denom, Some(want)).unwrap();
+                    let reused = vec![7u8; 100];
+                    let (raw, got) = decode_region(data, None, denom, Some(want), reused).unwrap();
                     assert!(
                         got.x0 <= want.x0
                             && got.y0 <= want.y0

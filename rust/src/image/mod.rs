@@ -6,9 +6,12 @@ pub mod jpeg_coeffs;
 pub mod pipeline;
 mod png;
 pub mod resize;
+#[cfg(target_arch = "x86_64")]
+mod resize_avx2;
 mod resize_float;
 mod resize_kernels;
+mod resize_passes;
 
 pub use decode::{decode, DecodeOptions, Image, Mode, DEFAULT_MAX_PIXELS};
-pub use resize::{resize_u8, resize_window_u8, Filter, Window};
+pub use resize::{resize_region_into, resize_u8, resize_window_u8, Filter, Window};
 pub use resize_float::resize_f32;

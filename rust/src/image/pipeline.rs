@@ -321,7 +321,7 @@ fn decode_jpeg(data: &[u8], spec: &Spec, crop: (usize, usize)) -> Result<Decoded
             y1: s.y + s.height,
         }
     });
-    let (raw, got) = jpeg::decode_region(data, spec.max_pixels, d, want)?;
+    let (raw, got) = jpeg::decode_region(data, spec.max_pixels, d, want, spare_pixels())?;
     let mut img = decode::convert(raw, Mode::Rgb);
     if o != 1 {
         img = decode::orient(&img, o);
@@ -347,6 +347,27 @@ fn crop_window((rw, rh): (usize, usize), (cw, ch): (usize, usize)) -> Window {
         width: cw,
         height: ch,
     }
+}
+
+thread_local! {
+    /// The last decoded image's pixel buffer on this thread, for the next JPEG decode.
+    static SPARE_PIXELS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+fn spare_pixels() -> Vec<u8> {
+    SPARE_PIXELS.with(|s| std::mem::take(&mut *s.borrow_mut()))
+}
+
+/// Keeps `pixels` for the next image unless it is larger than `KEEP_AT_MOST` (a 12-megapixel
+/// RGB photo fits): what each pipeline thread may hold between batches.
+fn recycle_pixels(pixels: Vec<u8>) {
+    const KEEP_AT_MOST: usize = 48 << 20;
+    SPARE_PIXELS.with(|s| {
+        let mut spare = s.borrow_mut();
+        if pixels.capacity() > spare.capacity() && pixels.capacity() <= KEEP_AT_MOST {
+            *spare = pixels;
+        }
+    });
 }
 
 /// Runs the pipeline on one encoded image, writing `spec.image_bytes()` bytes into `out`.
@@ -400,6 +421,7 @@ pub fn process_one(
     )
     .map_err(|e| DecodeError::Unsupported("resize", e.to_string()))?;
     let resize_ns = nanos(t1);
+    recycle_pixels(dec.img.pixels);
 
     let t2 = Instant::now();
     write_output(&pixels, cw, ch, spec, tables, out);

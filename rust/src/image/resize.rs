@@ -5,7 +5,8 @@
 //! point (`PRECISION_BITS = 32 - 8 - 2`); each pass accumulates in i32 from a half-unit bias and
 //! clips. The horizontal pass runs first, over only the rows the vertical pass will read, unless
 //! Pillow's rule for the pass order says vertical first (`vertical_first`).
-use super::resize_kernels::{self as kernels, Taps};
+use super::resize_kernels as kernels;
+use super::resize_passes::{convolve, Job, Origin};
 use crate::error::ImageError;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -141,10 +142,10 @@ fn sinc(x: f64) -> f64 {
 
 /// Fixed-point weights of one pass: for output `i`, `bounds[i] = (first input, count)` and the
 /// weights at `kk[i * ksize ..]`.
-struct Coeffs {
-    ksize: usize,
-    bounds: Vec<(usize, usize)>,
-    kk: Vec<i32>,
+pub(super) struct Coeffs {
+    pub ksize: usize,
+    pub bounds: Vec<(usize, usize)>,
+    pub kk: Vec<i32>,
 }
 
 /// The normalized f64 weights of one pass (what Pillow's float path uses directly).
@@ -249,7 +250,13 @@ fn to_fixed(w: f64) -> i32 {
 }
 
 /// `weights` rounded to Pillow's 8-bit fixed point (`normalize_coeffs_8bpc`).
-fn coeffs(in_size: usize, in0: f32, in1: f32, out_size: usize, filter: Filter) -> Coeffs {
+pub(super) fn coeffs(
+    in_size: usize,
+    in0: f32,
+    in1: f32,
+    out_size: usize,
+    filter: Filter,
+) -> Coeffs {
     let w = weights(in_size, in0, in1, out_size, filter);
     let kk =
         w.kk.iter()
@@ -379,7 +386,110 @@ pub fn resize_region_u8(
     filter: Filter,
     window: Window,
 ) -> Result<Vec<u8>, ImageError> {
+    let mut out = vec![0u8; window.width * window.height * channels];
+    resize_region_into(
+        src,
+        region,
+        full_width,
+        full_height,
+        channels,
+        out_width,
+        out_height,
+        filter,
+        window,
+        &mut out,
+    )?;
+    Ok(out)
+}
+
+/// `resize_region_u8` into `out`, which holds exactly `window.width * window.height * channels`
+/// bytes (a slot of a batch: no allocation or copy of the result).
+#[allow(clippy::too_many_arguments)]
+pub fn resize_region_into(
+    src: &[u8],
+    region: Window,
+    full_width: usize,
+    full_height: usize,
+    channels: usize,
+    out_width: usize,
+    out_height: usize,
+    filter: Filter,
+    window: Window,
+    out: &mut [u8],
+) -> Result<(), ImageError> {
     let (width, height) = (full_width, full_height);
+    check_sizes(
+        src.len(),
+        region,
+        (width, height),
+        channels,
+        (out_width, out_height),
+        filter,
+        window,
+        out.len(),
+    )?;
+    let row_len = region.width * channels;
+    let row_out = window.width * channels;
+    if out_width == width && out_height == height {
+        // Pillow returns a copy (no premultiplication round trip either).
+        let at = (window.x - region.x) * channels;
+        for (y, line) in (window.y..).zip(out.chunks_exact_mut(row_out)) {
+            let r = (y - region.y) * row_len + at;
+            line.copy_from_slice(&src[r..r + row_out]);
+        }
+        return Ok(());
+    }
+    if filter == Filter::Nearest {
+        // Pillow's NEAREST copies whole pixels, RGBA included (no premultiplication).
+        let xs = nearest_table(width, out_width);
+        let ys = nearest_table(height, out_height);
+        let lines = out.chunks_exact_mut(row_out);
+        for (&sy, line) in ys[window.y..window.y + window.height].iter().zip(lines) {
+            let row = &src[(sy - region.y) * row_len..(sy - region.y + 1) * row_len];
+            let pixels = line.chunks_exact_mut(channels);
+            for (&sx, px) in xs[window.x..window.x + window.width].iter().zip(pixels) {
+                let at = (sx - region.x) * channels;
+                px.copy_from_slice(&row[at..at + channels]);
+            }
+        }
+        return Ok(());
+    }
+    let job = Job {
+        src,
+        origin: Origin {
+            x: region.x,
+            y: region.y,
+            width: region.width,
+        },
+        width,
+        height,
+        channels,
+        out_width,
+        out_height,
+        filter,
+        window,
+        // Pillow resizes RGBA as premultiplied RGBa and converts back.
+        premultiply: channels == 4,
+    };
+    convolve(&job, out);
+    if channels == 4 {
+        kernels::unpremultiply(out);
+    }
+    Ok(())
+}
+
+/// The argument checks of `resize_region_into`.
+#[allow(clippy::too_many_arguments)]
+fn check_sizes(
+    src_len: usize,
+    region: Window,
+    (width, height): (usize, usize),
+    channels: usize,
+    (out_width, out_height): (usize, usize),
+    filter: Filter,
+    window: Window,
+    out_len: usize,
+) -> Result<(), ImageError> {
     if !matches!(channels, 1 | 3 | 4) {
         return Err(ImageError::Unsupported(format!(
             "resize takes 1 (L), 3 (RGB) or 4 (RGBA) channels, got {channels}"
@@ -395,12 +505,10 @@ pub fn resize_region_u8(
             "region {region:?} is not inside the {width}x{height} source"
         )));
     }
-    if src.len() != region.width * region.height * channels {
+    if src_len != region.width * region.height * channels {
         return Err(ImageError::InvalidSize(format!(
             "buffer of {} bytes is not {}x{}x{channels}",
-            src.len(),
-            region.width,
-            region.height
+            src_len, region.width, region.height
         )));
     }
     if window.width == 0
@@ -410,6 +518,12 @@ pub fn resize_region_u8(
     {
         return Err(ImageError::InvalidSize(format!(
             "window {window:?} is not inside the {out_width}x{out_height} output"
+        )));
+    }
+    if out_len != window.width * window.height * channels {
+        return Err(ImageError::InvalidSize(format!(
+            "output buffer of {} bytes is not {}x{}x{channels}",
+            out_len, window.width, window.height
         )));
     }
     let covers =
@@ -430,229 +544,7 @@ pub fn resize_region_u8(
             "region {region:?} of the {width}x{height} source does not cover what window {window:?} reads"
         )));
     }
-    let origin = Origin {
-        x: region.x,
-        y: region.y,
-        width: region.width,
-    };
-    if out_width == width && out_height == height {
-        // Pillow returns a copy (no premultiplication round trip either).
-        let shifted = Window {
-            x: window.x - region.x,
-            y: window.y - region.y,
-            ..window
-        };
-        return Ok(crop(src, region.width, channels, shifted));
-    }
-    if filter == Filter::Nearest {
-        // Pillow's NEAREST copies whole pixels, RGBA included (no premultiplication).
-        let xs = nearest_table(width, out_width);
-        let ys = nearest_table(height, out_height);
-        let row_len = region.width * channels;
-        let mut out = Vec::with_capacity(window.width * window.height * channels);
-        for &sy in &ys[window.y..window.y + window.height] {
-            let row = &src[(sy - region.y) * row_len..(sy - region.y + 1) * row_len];
-            for &sx in &xs[window.x..window.x + window.width] {
-                let at = (sx - region.x) * channels;
-                out.extend_from_slice(&row[at..at + channels]);
-            }
-        }
-        return Ok(out);
-    }
-    if channels == 4 {
-        // Pillow resizes RGBA as premultiplied RGBa and converts back.
-        let pre = premultiply(src);
-        let mut out = convolve(
-            &pre, origin, width, height, channels, out_width, out_height, filter, window,
-        );
-        unpremultiply(&mut out);
-        return Ok(out);
-    }
-    Ok(convolve(
-        src, origin, width, height, channels, out_width, out_height, filter, window,
-    ))
-}
-
-/// Where a partial source sits in the whole image: its top-left corner and its width (its
-/// row length in pixels).
-#[derive(Debug, Clone, Copy)]
-struct Origin {
-    x: usize,
-    y: usize,
-    width: usize,
-}
-
-fn crop(src: &[u8], width: usize, channels: usize, w: Window) -> Vec<u8> {
-    let mut out = Vec::with_capacity(w.width * w.height * channels);
-    for y in w.y..w.y + w.height {
-        let at = (y * width + w.x) * channels;
-        out.extend_from_slice(&src[at..at + w.width * channels]);
-    }
-    out
-}
-
-/// Pillow's RGBA -> RGBa: each colour times alpha / 255, rounded (`MULDIV255`).
-fn premultiply(src: &[u8]) -> Vec<u8> {
-    let mut out = src.to_vec();
-    for px in out.chunks_exact_mut(4) {
-        let a = u32::from(px[3]);
-        for v in &mut px[..3] {
-            let t = u32::from(*v) * a + 128;
-            *v = (((t >> 8) + t) >> 8) as u8;
-        }
-    }
-    out
-}
-
-/// Pillow's RGBa -> RGBA: colours times 255 / alpha, truncated and clipped; alpha 0 and 255 are
-/// left as they are.
-fn unpremultiply(px: &mut [u8]) {
-    for p in px.chunks_exact_mut(4) {
-        let a = u32::from(p[3]);
-        if a != 0 && a != 255 {
-            for v in &mut p[..3] {
-                *v = ((255 * u32::from(*v)) / a).min(255) as u8;
-            }
-        }
-    }
-}
-
-/// The convolution passes: horizontally first, over only the source rows the vertical pass
-/// reads, or vertically first where Pillow does that (`vertical_first`), over only the columns
-/// the partial source holds.
-#[allow(clippy::too_many_arguments)]
-fn convolve(
-    src: &[u8],
-    origin: Origin,
-    width: usize,
-    height: usize,
-    channels: usize,
-    out_width: usize,
-    out_height: usize,
-    filter: Filter,
-    window: Window,
-) -> Vec<u8> {
-    if out_width != width && vertical_first(width, height, out_width, out_height) {
-        let rows = Window {
-            x: origin.x,
-            y: window.y,
-            width: origin.width,
-            height: window.height,
-        };
-        let tall = passes(
-            src, origin, width, height, channels, width, out_height, filter, rows,
-        );
-        // `tall` holds the window's rows, over the source's columns.
-        let cols = Window {
-            x: window.x,
-            y: 0,
-            width: window.width,
-            height: window.height,
-        };
-        let part = Origin {
-            x: origin.x,
-            y: 0,
-            width: origin.width,
-        };
-        return passes(
-            &tall,
-            part,
-            width,
-            window.height,
-            channels,
-            out_width,
-            window.height,
-            filter,
-            cols,
-        );
-    }
-    passes(
-        src, origin, width, height, channels, out_width, out_height, filter, window,
-    )
-}
-
-/// Horizontal pass (where the width changes), then vertical (where the height does).
-#[allow(clippy::too_many_arguments)]
-fn passes(
-    src: &[u8],
-    origin: Origin,
-    width: usize,
-    height: usize,
-    channels: usize,
-    out_width: usize,
-    out_height: usize,
-    filter: Filter,
-    window: Window,
-) -> Vec<u8> {
-    let need_h = out_width != width;
-    let need_v = out_height != height;
-    let win_rows = window.y..window.y + window.height;
-    let win_cols = window.x..window.x + window.width;
-
-    // Horizontal pass, over only the source rows the vertical pass (or the window) reads.
-    let vert = need_v.then(|| coeffs(height, 0.0, height as f32, out_height, filter));
-    let (first, last) = match &vert {
-        Some(v) => {
-            let (f, _) = v.bounds[window.y];
-            let (l, n) = v.bounds[window.y + window.height - 1];
-            (f, l + n)
-        }
-        None => (window.y, window.y + window.height),
-    };
-    let row_bytes = window.width * channels;
-    let (img, stride, rows_offset): (std::borrow::Cow<'_, [u8]>, usize, usize) = if need_h {
-        let horiz = coeffs(width, 0.0, width as f32, out_width, filter);
-        // Taps relative to the partial source's first column.
-        let bounds: Vec<(usize, usize)> = horiz.bounds[win_cols.clone()]
-            .iter()
-            .map(|&(first, n)| (first - origin.x, n))
-            .collect();
-        let taps = Taps {
-            ksize: horiz.ksize,
-            bounds: &bounds,
-            kk: &horiz.kk[window.x * horiz.ksize..],
-        };
-        let packed = kernels::Packed::new(&taps, channels);
-        let mut tmp = vec![0u8; row_bytes * (last - first)];
-        for (y, out) in tmp.chunks_exact_mut(row_bytes).enumerate() {
-            let r = y + first - origin.y;
-            let line = &src[r * origin.width * channels..(r + 1) * origin.width * channels];
-            kernels::horizontal(line, out, channels, &taps, &packed);
-        }
-        (std::borrow::Cow::Owned(tmp), row_bytes, first)
-    } else {
-        // No horizontal resize: the window's columns of the source rows, in place.
-        (
-            std::borrow::Cow::Borrowed(src),
-            origin.width * channels,
-            origin.y,
-        )
-    };
-    let col0 = if need_h {
-        0
-    } else {
-        (window.x - origin.x) * channels
-    };
-    let mut out = vec![0u8; row_bytes * window.height];
-    match &vert {
-        Some(v) => {
-            let taps = Taps {
-                ksize: v.ksize,
-                bounds: &v.bounds,
-                kk: &v.kk,
-            };
-            for (yy, line) in win_rows.zip(out.chunks_exact_mut(row_bytes)) {
-                kernels::vertical(&img[col0..], stride, yy, &taps, rows_offset, line);
-            }
-        }
-        None => {
-            for (yy, line) in win_rows.zip(out.chunks_exact_mut(row_bytes)) {
-                let at = (yy - rows_offset) * stride + col0;
-                line.copy_from_slice(&img[at..at + row_bytes]);
-            }
-        }
-    }
-    out
+    Ok(())
 }
 
 #[cfg(test)]

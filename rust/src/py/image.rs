@@ -5,8 +5,8 @@ use crate::error::{DecodeError as CoreDecodeError, ImageError};
 use crate::image::jpeg_coeffs;
 use crate::image::pipeline::{process_one, DType, Layout, Resize, Spec, StageTimes, Tables};
 use crate::image::{
-    decode, resize_window_u8 as resize_window, DecodeOptions, Filter, Image, Mode, Window,
-    DEFAULT_MAX_PIXELS,
+    decode, resize_region_into, resize_window_u8 as resize_window, DecodeOptions, Filter, Image,
+    Mode, Window, DEFAULT_MAX_PIXELS,
 };
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
@@ -100,18 +100,26 @@ pub fn resize_batch_u8(
         // SAFETY: the PyBuffers (`bufs`, `dst`) keep every source and the destination exported
         // and in place until they drop after this closure; slots of `per` bytes are disjoint.
         let all = unsafe { std::slice::from_raw_parts_mut(dst_ptr as *mut u8, per * n) };
-        threads::map_slots(threads, &srcs, all, per, |&(ptr, h, w), slot| {
+        let cost = |&(_, h, w): &(usize, usize, usize)| h * w;
+        threads::map_slots(threads, &srcs, all, per, cost, |&(ptr, h, w), slot| {
             // SAFETY: see above; each source holds h * w * channels bytes (checked).
             let src = unsafe { std::slice::from_raw_parts(ptr as *const u8, h * w * channels) };
+            let whole = Window {
+                x: 0,
+                y: 0,
+                width: w,
+                height: h,
+            };
             let win = Window {
                 x: 0,
                 y: 0,
                 width: out_width,
                 height: out_height,
             };
-            let px = resize_window(src, w, h, channels, out_width, out_height, filter, win)?;
-            slot.copy_from_slice(&px);
-            Ok(())
+            // Straight into the batch's slot: no result allocation or copy.
+            resize_region_into(
+                src, whole, w, h, channels, out_width, out_height, filter, win, slot,
+            )
         })
     });
     drop(bufs);
@@ -338,7 +346,8 @@ pub fn preprocess_into(
         // bytes alive and in place until it drops after this closure; each image gets a
         // disjoint `per`-byte slot.
         let all = unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, need) };
-        threads::map_slots(threads, &slices, all, per, |data, slot| {
+        let cost = |data: &&[u8]| decode::cost_estimate(data);
+        threads::map_slots(threads, &slices, all, per, cost, |data, slot| {
             let r = process_one(data, &spec, &tables, slot);
             if r.is_err() {
                 slot.fill(0);

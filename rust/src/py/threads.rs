@@ -105,15 +105,21 @@ pub fn map<T: Sync, R: Send>(
     run(threads, || items.par_iter().map(f).collect())
 }
 
-/// `f` over `items` each paired with its own `chunk`-byte slice of `out`, like `map`.
+/// `f` over `items` each paired with its own `chunk`-byte slice of `out`, like `map`, results
+/// in order. On several threads the items start largest first by `cost` (an estimate), each
+/// taken by whichever thread is free: the batch then ends on its cheapest items, so the threads
+/// finish together. (rayon's halving splits, fine for even work, left a thread idle while the
+/// other finished a slow image, about 3% of a 16-image batch on 2 cores.)
 pub fn map_slots<T: Sync, R: Send>(
     threads: usize,
     items: &[T],
     out: &mut [u8],
     chunk: usize,
+    cost: impl Fn(&T) -> usize,
     f: impl Fn(&T, &mut [u8]) -> R + Sync + Send,
 ) -> Vec<R> {
-    use rayon::prelude::*;
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::Mutex;
     let chunk = chunk.max(1);
     if threads <= 1 {
         return items
@@ -122,11 +128,34 @@ pub fn map_slots<T: Sync, R: Send>(
             .map(|(t, s)| f(t, s))
             .collect();
     }
+    let slots: Vec<Mutex<Option<&mut [u8]>>> =
+        out.chunks_mut(chunk).map(|s| Mutex::new(Some(s))).collect();
+    let n = items.len().min(slots.len());
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by_key(|&i| std::cmp::Reverse(cost(&items[i])));
+    let results: Vec<Mutex<Option<R>>> = (0..n).map(|_| Mutex::new(None)).collect();
+    let next = AtomicUsize::new(0);
+    let worker = || loop {
+        let k = next.fetch_add(1, Ordering::Relaxed);
+        let Some(&i) = order.get(k) else { break };
+        let slot = slots[i]
+            .lock()
+            .expect("slot")
+            .take()
+            .expect("each slot once");
+        let r = f(&items[i], slot);
+        *results[i].lock().expect("result") = Some(r);
+    };
     run(threads, || {
-        items
-            .par_iter()
-            .zip(out.par_chunks_mut(chunk))
-            .map(|(t, s)| f(t, s))
-            .collect()
-    })
+        rayon::scope(|s| {
+            for _ in 1..threads {
+                s.spawn(|_| worker());
+            }
+            worker();
+        });
+    });
+    results
+        .into_iter()
+        .map(|m| m.into_inner().expect("result").expect("every item ran"))
+        .collect()
 }
