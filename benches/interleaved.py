@@ -3,6 +3,9 @@ machine where pytest-benchmark's one-contender-after-another runs drift apart:
 
     python benches/interleaved.py resize [rounds]   fastprep.resize vs Pillow, per shape and filter
     python benches/interleaved.py batch [rounds]    preprocess / resize_batch of 16, 1 vs 2 threads
+    python benches/interleaved.py pipeline [rounds] [size]   bytes -> 224x224 float32 NCHW, one
+                                                     thread, every pipeline and decoder of
+                                                     bench_image.py (size: 640x480, 1080p, 4032x3024)
 
 Each line gives the best and the median round of each side and their ratios. For the batch, a
 round in which other processes took more than 3% of the machine (``/proc/stat`` minus this
@@ -142,7 +145,45 @@ def batch(rounds: int) -> None:
         )
 
 
+def pipeline(rounds: int, size: str = "1080p") -> None:
+    """Issue 5's goals, side by side: exact vs Pillow's pipeline, draft vs the fastest draft peer,
+    and each fastprep pipeline against the fastest decode alone of the same mode."""
+    from benches.bench_image import DECODERS, PIPELINES
+
+    blobs = _set(size, "jpeg")
+    contenders: dict[str, Callable[[list[bytes]], Any]] = {f"pipeline {k}": v for k, v in PIPELINES.items()}
+    for k, dec in DECODERS.items():
+        contenders[f"decode {k}"] = lambda bl, dec=dec: [dec(b) for b in bl]
+    times: dict[str, list[float]] = {k: [] for k in contenders}
+    for f in contenders.values():
+        f(blobs)  # warm up
+    for _ in range(rounds):
+        for name, f in contenders.items():
+            t0 = time.perf_counter()
+            f(blobs)
+            times[name].append(time.perf_counter() - t0)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    for k, v in med.items():
+        print(f"{k:34} median {v * 1e3:7.1f} ms  best {min(times[k]) * 1e3:7.1f} ms")
+    draft_peers = [k for k in med if k.startswith("pipeline") and any(p in k for p in ("draft", "reduced", "scaled"))]
+    draft_peers.remove("pipeline fastprep-draft")
+    full_decodes = [k for k in med if k.startswith("decode") and "scaled" not in k and "reduced" not in k]
+    scaled_decodes = [k for k in med if k.startswith("decode") and ("scaled" in k or "reduced" in k)]
+    best_peer = min(draft_peers, key=med.__getitem__)
+    print(f"exact vs Pillow: {med['pipeline pillow'] / med['pipeline fastprep']:.2f}x (goal >= 1.8)")
+    draft = med[best_peer] / med["pipeline fastprep-draft"]
+    print(f"draft vs fastest draft peer ({best_peer}): {draft:.2f}x (goal >= 1.1)")
+    print(
+        f"exact / fastest full decode: {med['pipeline fastprep'] / min(med[k] for k in full_decodes):.2f}; "
+        f"draft / fastest scaled decode: {med['pipeline fastprep-draft'] / min(med[k] for k in scaled_decodes):.2f} "
+        "(goal <= 1.15)"
+    )
+
+
 if __name__ == "__main__":
     what = sys.argv[1] if len(sys.argv) > 1 else "resize"
     n = int(sys.argv[2]) if len(sys.argv) > 2 else 15
-    {"resize": resize, "batch": batch}[what](n)
+    if what == "pipeline":
+        pipeline(n, *sys.argv[3:4])
+    else:
+        {"resize": resize, "batch": batch}[what](n)
