@@ -69,6 +69,17 @@ impl Job<'_> {
             .collect();
         (c, bounds)
     }
+
+    /// The vertical pass's coefficients, over the whole height (rows are full-image indices).
+    fn vertical_coeffs(&self) -> Coeffs {
+        coeffs(
+            self.height,
+            0.0,
+            self.height as f32,
+            self.out_height,
+            self.filter,
+        )
+    }
 }
 
 /// Runs `job` into `out` (`window.width * window.height * channels` bytes).
@@ -204,13 +215,7 @@ fn horizontal_then_vertical(job: &Job<'_>, out: &mut [u8]) {
         }
         return;
     }
-    let vc = coeffs(
-        job.height,
-        0.0,
-        job.height as f32,
-        job.out_height,
-        job.filter,
-    );
+    let vc = job.vertical_coeffs();
     let vtaps = Taps {
         ksize: vc.ksize,
         bounds: &vc.bounds,
@@ -250,13 +255,7 @@ fn vertical_then_horizontal(job: &Job<'_>, out: &mut [u8]) {
     };
     let horiz = Horizontal::new(taps, c, stride);
     let pairs = horiz.wants_row_pairs();
-    let vc = coeffs(
-        job.height,
-        0.0,
-        job.height as f32,
-        job.out_height,
-        job.filter,
-    );
+    let vc = job.vertical_coeffs();
     let vtaps = Taps {
         ksize: vc.ksize,
         bounds: &vc.bounds,

@@ -422,13 +422,7 @@ impl Bpe {
             {
                 return Ok(());
             }
-            let start = out.len();
-            self.tokenize_bytes_cold(piece, out, scratch)?;
-            scratch
-                .cache(self.model_id)
-                .hot
-                .put(piece.len(), k0, k1, &out[start..]);
-            return Ok(());
+            return self.tokenize_hot_miss(piece, (k0, k1), out, scratch);
         }
         self.tokenize_bytes_cold(piece, out, scratch)
     }
@@ -451,18 +445,38 @@ impl Bpe {
                 return Ok(());
             }
         }
-        if (2..=16).contains(&piece.len())
-            && self.plain()
-            && scratch
+        tokens.clear();
+        if (2..=16).contains(&piece.len()) && self.plain() {
+            if scratch
                 .cache(self.model_id)
                 .hot
                 .get_ids(piece.len(), key.0, key.1, ids)
-        {
-            return Ok(());
+            {
+                return Ok(());
+            }
+            self.tokenize_hot_miss(piece, key, tokens, scratch)?;
+        } else {
+            self.tokenize_bytes(piece, tokens, scratch)?;
         }
-        tokens.clear();
-        self.tokenize_bytes(piece, tokens, scratch)?;
         ids.extend(tokens.iter().map(|t| t.0));
+        Ok(())
+    }
+
+    /// A plain byte-level piece of at most 16 bytes (`key` its `split`) that the hot cache
+    /// missed: tokenized past it, and remembered there.
+    fn tokenize_hot_miss(
+        &self,
+        piece: &[u8],
+        key: (u64, u64),
+        out: &mut Vec<(u32, u32)>,
+        scratch: &mut Scratch,
+    ) -> Result<(), TokenizeError> {
+        let start = out.len();
+        self.tokenize_bytes_cold(piece, out, scratch)?;
+        scratch
+            .cache(self.model_id)
+            .hot
+            .put(piece.len(), key.0, key.1, &out[start..]);
         Ok(())
     }
 
