@@ -6,6 +6,7 @@
 //! are cached per thread (like HF's per-thread cache) keyed by the piece's bytes.
 use super::bytelevel::{decode_token, BYTE_CHAR};
 use super::bytesmap::{self, BytesMap};
+use super::piece_cache::{wide_key, HotCache, WideCache, HOT_TOKENS, WIDE_LEN};
 use crate::error::TokenizeError;
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
@@ -39,6 +40,7 @@ struct Cache {
     map: BytesMap<(u32, u32)>,
     tokens: Vec<(u32, u32)>,
     hot: HotCache,
+    wide: WideCache,
 }
 
 impl Cache {
@@ -46,109 +48,17 @@ impl Cache {
         self.map.clear();
         self.tokens.clear();
         self.hot.clear();
+        self.wide.clear();
     }
 }
 
-/// Sets of the hot cache: 65536 sets of two 32-byte slots, 4 MiB.
-const HOT_SETS: usize = 1 << 16;
-/// Most tokens a hot slot holds.
-const HOT_TOKENS: usize = 3;
-
-/// A small two-way set-associative cache of pieces (up to 16 bytes, up to three tokens), in
-/// front of the vocabulary and the full cache. Profiling showed the model stage stalled on
-/// memory: the vocabulary's table (100k+ entries) and the cache do not fit in a core's L2, and a
-/// multi-token hit read the table, then its tokens elsewhere. A hot slot is one 32-byte,
-/// aligned record holding the key and the tokens, so a hit reads one cache line; text is
-/// Zipfian, so most pieces hit.
-struct HotCache {
-    sets: Box<[[HotSlot; 2]]>,
-}
-
-#[derive(Clone, Copy)]
-#[repr(C, align(32))]
-struct HotSlot {
-    k0: u64,
-    k1: u64,
-    /// Piece length (bits 0-4; 0: empty slot), token count (bits 5-6), and each token's byte
-    /// length minus one (4 bits each from bit 7).
-    meta: u32,
-    ids: [u32; HOT_TOKENS],
-}
-
-const EMPTY_HOT: HotSlot = HotSlot {
-    k0: 0,
-    k1: 0,
-    meta: 0,
-    ids: [0; HOT_TOKENS],
-};
-
-impl Default for HotCache {
-    fn default() -> Self {
-        Self {
-            sets: vec![[EMPTY_HOT; 2]; HOT_SETS].into_boxed_slice(),
-        }
-    }
-}
-
-impl HotCache {
-    #[inline]
-    fn set(k0: u64, k1: u64) -> usize {
-        (bytesmap::fold(k0 ^ 0x9e37_79b9_7f4a_7c15, k1 ^ 0x2545_f491_4f6c_dd1d) as usize)
-            & (HOT_SETS - 1)
-    }
-
-    /// Pushes the cached tokens of `piece` (1..=16 bytes) and returns true, if cached.
-    #[inline]
-    fn get(&self, len: usize, k0: u64, k1: u64, out: &mut Vec<(u32, u32)>) -> bool {
-        for s in &self.sets[Self::set(k0, k1)] {
-            if s.k0 == k0 && s.k1 == k1 && (s.meta & 31) as usize == len {
-                let n = ((s.meta >> 5) & 3) as usize;
-                for (i, &id) in s.ids[..n].iter().enumerate() {
-                    out.push((id, ((s.meta >> (7 + 4 * i)) & 15) + 1));
-                }
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Pushes the cached ids of `piece` (1..=16 bytes) and returns true, if cached.
-    #[inline]
-    fn get_ids(&self, len: usize, k0: u64, k1: u64, ids: &mut Vec<u32>) -> bool {
-        for s in &self.sets[Self::set(k0, k1)] {
-            if s.k0 == k0 && s.k1 == k1 && (s.meta & 31) as usize == len {
-                let n = ((s.meta >> 5) & 3) as usize;
-                ids.extend_from_slice(&s.ids[..n]);
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Caches the tokens of a piece of `len` (1..=16) bytes, if there are at most three.
-    #[inline]
-    fn put(&mut self, len: usize, k0: u64, k1: u64, tokens: &[(u32, u32)]) {
-        if tokens.is_empty() || tokens.len() > HOT_TOKENS {
-            return;
-        }
-        let mut slot = HotSlot {
-            k0,
-            k1,
-            meta: len as u32 | ((tokens.len() as u32) << 5),
-            ids: [0; HOT_TOKENS],
-        };
-        for (i, &(id, n)) in tokens.iter().enumerate() {
-            slot.ids[i] = id;
-            slot.meta |= (n - 1) << (7 + 4 * i);
-        }
-        // The newer entry takes way 0; the older moves to way 1 (evicting the oldest).
-        let set = &mut self.sets[Self::set(k0, k1)];
-        set[1] = set[0];
-        set[0] = slot;
-    }
-
-    fn clear(&mut self) {
-        self.sets.fill([EMPTY_HOT; 2]);
+/// `wide_key` of a piece whose `split` is `key`.
+#[inline]
+fn wide(piece: &[u8], key: (u64, u64)) -> [u64; 4] {
+    if piece.len() <= 16 {
+        [key.0, key.1, 0, 0]
+    } else {
+        wide_key(piece)
     }
 }
 
@@ -413,23 +323,24 @@ impl Bpe {
                 return Ok(());
             }
         }
-        if piece.len() <= 16 {
-            let (k0, k1) = bytesmap::split(piece);
-            if scratch
-                .cache(self.model_id)
-                .hot
-                .get(piece.len(), k0, k1, out)
-            {
-                return Ok(());
-            }
-            return self.tokenize_hot_miss(piece, (k0, k1), out, scratch);
+        if piece.len() > WIDE_LEN {
+            return self.tokenize_bytes_cold(piece, out, scratch);
         }
-        self.tokenize_bytes_cold(piece, out, scratch)
+        let key = bytesmap::split(piece);
+        let cache = scratch.cache(self.model_id);
+        if piece.len() <= 16 && cache.hot.get(piece.len(), key.0, key.1, out) {
+            return Ok(());
+        }
+        let wk = wide(piece, key);
+        if cache.wide.get(piece.len(), &wk, out) {
+            return Ok(());
+        }
+        self.tokenize_small_miss(piece, key, &wk, out, scratch)
     }
 
     /// The ids alone of one byte-level piece (the ids-only path): as `tokenize_bytes`, with the
-    /// hot cache's ids pushed straight into `ids`. `key` is `bytesmap::split(piece)`, computed by
-    /// the caller (which prefetched with it). `tokens` is scratch space.
+    /// small caches' ids pushed straight into `ids`. `key` is `bytesmap::split(piece)`, computed
+    /// by the caller (which prefetched with it). `tokens` is scratch space.
     #[inline]
     pub fn ids_bytes(
         &self,
@@ -446,15 +357,16 @@ impl Bpe {
             }
         }
         tokens.clear();
-        if (2..=16).contains(&piece.len()) && self.plain() {
-            if scratch
-                .cache(self.model_id)
-                .hot
-                .get_ids(piece.len(), key.0, key.1, ids)
-            {
+        if (2..=WIDE_LEN).contains(&piece.len()) && self.plain() {
+            let cache = scratch.cache(self.model_id);
+            if piece.len() <= 16 && cache.hot.get_ids(piece.len(), key.0, key.1, ids) {
                 return Ok(());
             }
-            self.tokenize_hot_miss(piece, key, tokens, scratch)?;
+            let wk = wide(piece, key);
+            if cache.wide.get_ids(piece.len(), &wk, ids) {
+                return Ok(());
+            }
+            self.tokenize_small_miss(piece, key, &wk, tokens, scratch)?;
         } else {
             self.tokenize_bytes(piece, tokens, scratch)?;
         }
@@ -462,31 +374,40 @@ impl Bpe {
         Ok(())
     }
 
-    /// A plain byte-level piece of at most 16 bytes (`key` its `split`) that the hot cache
-    /// missed: tokenized past it, and remembered there.
-    fn tokenize_hot_miss(
+    /// A plain byte-level piece of at most 32 bytes (`key` its `split`, `wk` its `wide_key`)
+    /// that the small caches missed: tokenized past them, and remembered in the one it fits.
+    fn tokenize_small_miss(
         &self,
         piece: &[u8],
         key: (u64, u64),
+        wk: &[u64; 4],
         out: &mut Vec<(u32, u32)>,
         scratch: &mut Scratch,
     ) -> Result<(), TokenizeError> {
         let start = out.len();
         self.tokenize_bytes_cold(piece, out, scratch)?;
-        scratch
-            .cache(self.model_id)
-            .hot
-            .put(piece.len(), key.0, key.1, &out[start..]);
+        let cache = scratch.cache(self.model_id);
+        let tokens = &out[start..];
+        if piece.len() <= 16 && tokens.len() <= HOT_TOKENS {
+            cache.hot.put(piece.len(), key.0, key.1, tokens);
+        } else {
+            cache.wide.put(piece.len(), wk, tokens);
+        }
         Ok(())
     }
 
-    /// Asks the CPU to start loading the hot-cache set of a piece with this `key`. Lookups are
-    /// memory-bound (profiles show them stalled on that load), and a piece's lookup does not
-    /// depend on the previous one's, so prefetching a run of pieces overlaps their misses.
+    /// Asks the CPU to start loading the small-cache set of a piece (`key` its `split`).
+    /// Lookups are memory-bound (profiles show them stalled on that load), and a piece's lookup
+    /// does not depend on the previous one's, so prefetching a run of pieces overlaps their
+    /// misses.
     #[inline]
-    pub fn prefetch(&self, key: (u64, u64), scratch: &mut Scratch) {
-        let sets = &scratch.cache(self.model_id).hot.sets;
-        bytesmap::prefetch(&sets[HotCache::set(key.0, key.1)]);
+    pub fn prefetch(&self, piece: &[u8], key: (u64, u64), scratch: &mut Scratch) {
+        let cache = scratch.cache(self.model_id);
+        if piece.len() <= 16 {
+            cache.hot.prefetch(key.0, key.1);
+        } else if piece.len() <= WIDE_LEN {
+            cache.wide.prefetch(piece.len(), &wide_key(piece));
+        }
     }
 
     /// `tokenize_bytes` past the hot cache: the vocabulary, then the cache, then BPE.
@@ -497,6 +418,13 @@ impl Bpe {
         out: &mut Vec<(u32, u32)>,
         scratch: &mut Scratch,
     ) -> Result<(), TokenizeError> {
+        // Pieces that get here are mostly long or many-token ones, all in the full cache after
+        // their first time (a single-token vocabulary piece is held by the small caches), so
+        // the cache goes before the vocabulary: one table probe instead of two.
+        if let Some(hit) = scratch.cached_tokens(self.model_id, piece) {
+            out.extend_from_slice(hit);
+            return Ok(());
+        }
         if let Some(&id) = self.bytes_vocab.get(piece) {
             if self.opts.ignore_merges {
                 out.push((id, piece.len() as u32));
@@ -935,58 +863,6 @@ mod tests {
                 assert_eq!(x, y, "word {:?}", String::from_utf8_lossy(&word));
             }
         }
-    }
-
-    #[test]
-    fn hot_cache_keeps_up_to_three_tokens_and_two_ways() {
-        let mut hot = HotCache::default();
-        let key = |p: &[u8]| bytesmap::split(p);
-        let pieces: [&[u8]; 4] = [b"ab", b" hello", b"0123456789abcdef", b"xyz"];
-        let tokens: [&[(u32, u32)]; 4] = [
-            &[(7, 2)],
-            &[(1, 1), (99_999, 5)],
-            &[(5, 16)],
-            &[(1, 1), (2, 1), (3, 1)],
-        ];
-        for (p, t) in pieces.iter().zip(tokens) {
-            let (k0, k1) = key(p);
-            hot.put(p.len(), k0, k1, t);
-            let mut out = vec![];
-            assert!(hot.get(p.len(), k0, k1, &mut out));
-            assert_eq!(out, t);
-        }
-        // Four tokens do not fit: not cached.
-        let (k0, k1) = key(b"four");
-        hot.put(4, k0, k1, &[(1, 1); 4]);
-        assert!(!hot.get(4, k0, k1, &mut vec![]));
-        // Same first 16 bytes, other length: a miss (keys are zero-padded).
-        let (k0, k1) = key(b"ab\0");
-        assert!(!hot.get(3, k0, k1, &mut vec![]));
-        // Three keys in one set: the oldest is evicted, the two newest stay.
-        let mut same_set = Vec::new();
-        let want = HotCache::set(key(b"k0").0, key(b"k0").1);
-        for i in 0u32.. {
-            let p = format!("k{i}").into_bytes();
-            let (a, b) = key(&p);
-            if HotCache::set(a, b) == want {
-                same_set.push(p);
-                if same_set.len() == 3 {
-                    break;
-                }
-            }
-        }
-        for (i, p) in same_set.iter().enumerate() {
-            let (a, b) = key(p);
-            hot.put(p.len(), a, b, &[(i as u32, p.len() as u32)]);
-        }
-        let hits: Vec<bool> = same_set
-            .iter()
-            .map(|p| {
-                let (a, b) = key(p);
-                hot.get(p.len(), a, b, &mut vec![])
-            })
-            .collect();
-        assert_eq!(hits, [false, true, true]);
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod fastsplit;
 pub mod model;
 pub mod normalize;
 pub mod pattern;
+mod piece_cache;
 pub mod postprocess;
 pub mod precompiled;
 pub mod pretokenize;
@@ -379,8 +380,8 @@ impl Tokenizer {
         let first = if i == 0 { 0 } else { i + PREFETCH_RUN };
         for q in pieces.iter().take(i + PREFETCH_RUN + 1).skip(first) {
             let bytes = sources.text(*q).as_bytes();
-            if (2..=16).contains(&bytes.len()) {
-                bpe.prefetch(bytesmap::split(bytes), scratch);
+            if bytes.len() >= 2 {
+                bpe.prefetch(bytes, bytesmap::split(bytes), scratch);
             }
         }
     }
@@ -447,7 +448,7 @@ impl Tokenizer {
                     };
                     known.for_each(text, |s, e| {
                         let key = bytesmap::split(&bytes[s..e]);
-                        bpe.prefetch(key, scratch);
+                        bpe.prefetch(&bytes[s..e], key, scratch);
                         run[n] = (s as u32, e as u32, key);
                         n += 1;
                         if n == PREFETCH_RUN {
