@@ -6,7 +6,7 @@
 //! are cached per thread (like HF's per-thread cache) keyed by the piece's bytes.
 use super::bytelevel::{decode_token, BYTE_CHAR};
 use super::bytesmap::{self, BytesMap};
-use super::piece_cache::{wide_key, HotCache, WideCache, HOT_TOKENS, WIDE_LEN};
+use super::piece_cache::{wide_key, HotCache, WideCache, WIDE_LEN};
 use crate::error::TokenizeError;
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
@@ -49,16 +49,6 @@ impl Cache {
         self.tokens.clear();
         self.hot.clear();
         self.wide.clear();
-    }
-}
-
-/// `wide_key` of a piece whose `split` is `key`.
-#[inline]
-fn wide(piece: &[u8], key: (u64, u64)) -> [u64; 4] {
-    if piece.len() <= 16 {
-        [key.0, key.1, 0, 0]
-    } else {
-        wide_key(piece)
     }
 }
 
@@ -328,14 +318,15 @@ impl Bpe {
         }
         let key = bytesmap::split(piece);
         let cache = scratch.cache(self.model_id);
-        if piece.len() <= 16 && cache.hot.get(piece.len(), key.0, key.1, out) {
+        let hit = if piece.len() <= 16 {
+            cache.hot.get(piece.len(), key.0, key.1, out)
+        } else {
+            cache.wide.get(piece.len(), &wide_key(piece), out)
+        };
+        if hit {
             return Ok(());
         }
-        let wk = wide(piece, key);
-        if cache.wide.get(piece.len(), &wk, out) {
-            return Ok(());
-        }
-        self.tokenize_small_miss(piece, key, &wk, out, scratch)
+        self.tokenize_small_miss(piece, key, out, scratch)
     }
 
     /// The ids alone of one byte-level piece (the ids-only path): as `tokenize_bytes`, with the
@@ -359,14 +350,15 @@ impl Bpe {
         tokens.clear();
         if (2..=WIDE_LEN).contains(&piece.len()) && self.plain() {
             let cache = scratch.cache(self.model_id);
-            if piece.len() <= 16 && cache.hot.get_ids(piece.len(), key.0, key.1, ids) {
+            let hit = if piece.len() <= 16 {
+                cache.hot.get_ids(piece.len(), key.0, key.1, ids)
+            } else {
+                cache.wide.get_ids(piece.len(), &wide_key(piece), ids)
+            };
+            if hit {
                 return Ok(());
             }
-            let wk = wide(piece, key);
-            if cache.wide.get_ids(piece.len(), &wk, ids) {
-                return Ok(());
-            }
-            self.tokenize_small_miss(piece, key, &wk, tokens, scratch)?;
+            self.tokenize_small_miss(piece, key, tokens, scratch)?;
         } else {
             self.tokenize_bytes(piece, tokens, scratch)?;
         }
@@ -374,13 +366,12 @@ impl Bpe {
         Ok(())
     }
 
-    /// A plain byte-level piece of at most 32 bytes (`key` its `split`, `wk` its `wide_key`)
-    /// that the small caches missed: tokenized past them, and remembered in the one it fits.
+    /// A plain byte-level piece of at most 32 bytes (`key` its `split`) that the small caches
+    /// missed: tokenized past them, and remembered in the one for its length (if it fits).
     fn tokenize_small_miss(
         &self,
         piece: &[u8],
         key: (u64, u64),
-        wk: &[u64; 4],
         out: &mut Vec<(u32, u32)>,
         scratch: &mut Scratch,
     ) -> Result<(), TokenizeError> {
@@ -388,10 +379,10 @@ impl Bpe {
         self.tokenize_bytes_cold(piece, out, scratch)?;
         let cache = scratch.cache(self.model_id);
         let tokens = &out[start..];
-        if piece.len() <= 16 && tokens.len() <= HOT_TOKENS {
+        if piece.len() <= 16 {
             cache.hot.put(piece.len(), key.0, key.1, tokens);
         } else {
-            cache.wide.put(piece.len(), wk, tokens);
+            cache.wide.put(piece.len(), &wide_key(piece), tokens);
         }
         Ok(())
     }

@@ -185,40 +185,55 @@ impl<'a> Scanner<'a> {
             (1u64 << (end - base)) - 1
         };
         // Non-ASCII chars: one class lookup each, its bits set for all of its bytes in this
-        // block (a char cut by the block's start is found from its lead byte before it).
+        // block (bits past 63 fall off the shift).
         let mut rest = na;
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            let mut start = base + i;
+        if rest & 1 != 0 && b[base] & 0xC0 == 0x80 {
+            // A char cut by the block's start: found from its lead byte before it.
+            let mut start = base;
             while b[start] & 0xC0 == 0x80 {
                 start -= 1;
             }
-            let c = self.text[start..].chars().next().unwrap_or('\0');
-            let stop = (start + c.len_utf8() - base).min(64);
-            let bits = if stop == 64 {
-                u64::MAX
-            } else {
-                (1u64 << stop) - 1
-            } & !((1u64 << i) - 1);
-            let cls = {
-                let u = c as u32;
-                if u < TABLE_END {
-                    self.table[u as usize]
-                } else {
-                    0
-                }
-            };
-            if cls & L != 0 {
-                l |= bits;
-            } else if cls & N != 0 {
-                n |= bits;
-            } else if cls & S != 0 {
-                s |= bits;
-            }
-            rest &= !bits;
+            let w = utf8_width(b[start]) - (base - start);
+            rest &= !((1u64 << w) - 1);
+            let cls = self.class_at(start);
+            let m = (1u64 << w) - 1;
+            l |= m & 0u64.wrapping_sub(u64::from(cls & L != 0));
+            n |= m & 0u64.wrapping_sub(u64::from(cls & N != 0));
+            s |= m & 0u64.wrapping_sub(u64::from(cls & S != 0));
+        }
+        while rest != 0 {
+            let i = rest.trailing_zeros() as usize;
+            let w = utf8_width(b[base + i]);
+            let cls = self.class_at(base + i);
+            let m = ((1u64 << w) - 1) << i;
+            l |= m & 0u64.wrapping_sub(u64::from(cls & L != 0));
+            n |= m & 0u64.wrapping_sub(u64::from(cls & N != 0));
+            s |= m & 0u64.wrapping_sub(u64::from(cls & S != 0));
+            rest &= !m;
         }
         self.base = base;
         self.m = [l, n, s, valid & !(l | n | s)];
+    }
+}
+
+impl Scanner<'_> {
+    /// Class bits of the (non-ASCII) char whose lead byte is at `i`, decoded by hand: the text
+    /// is valid UTF-8, and `chars().next()` showed in profiles of CJK text.
+    #[inline]
+    fn class_at(&self, i: usize) -> u8 {
+        let b = self.text.as_bytes();
+        let c = |k: usize| u32::from(b[i + k] & 0x3F);
+        let lead = u32::from(b[i]);
+        let u = match utf8_width(b[i]) {
+            2 => ((lead & 0x1F) << 6) | c(1),
+            3 => ((lead & 0x0F) << 12) | (c(1) << 6) | c(2),
+            _ => ((lead & 0x07) << 18) | (c(1) << 12) | (c(2) << 6) | c(3),
+        };
+        if u < TABLE_END {
+            self.table[u as usize]
+        } else {
+            0
+        }
     }
 }
 

@@ -24,28 +24,39 @@ fn push_ids<const N: usize>(ids: &mut Vec<u32>, src: &[u32; N], n: usize) {
     }
 }
 
-/// Sets of the hot cache: 65536 sets of two 32-byte slots, 4 MiB.
-const HOT_SETS: usize = 1 << 16;
+/// Sets of the hot cache: 131072 sets of 64 bytes (two 32-byte slots), 8 MiB per thread. The
+/// 5 MB test corpus has ~60k distinct short pieces: with 65536 sets, 29k of its 920k short
+/// pieces a round missed (conflicts; 9k with 4x the sets), and this size ran 14% faster (median
+/// of alternating runs) than 65536.
+const HOT_SETS: usize = 1 << 17;
 /// Most tokens a hot slot holds.
 pub(crate) const HOT_TOKENS: usize = 3;
+/// Most tokens a hot set holds when one piece takes both of its slots.
+pub(crate) const HOT_TOKENS_WIDE: usize = 9;
+/// `meta` bit of a slot whose piece also takes the set's other slot.
+const TAKES_SET: u32 = 1 << 31;
 
-/// A small two-way set-associative cache of pieces (up to 16 bytes, up to three tokens), in
-/// front of the vocabulary and the full cache. Profiling showed the model stage stalled on
-/// memory: the vocabulary's table (100k+ entries) and the cache do not fit in a core's L2, and a
-/// multi-token hit read the table, then its tokens elsewhere. A hot slot is one 32-byte,
-/// aligned record holding the key and the tokens, so a hit reads one cache line; text is
-/// Zipfian, so most pieces hit.
+/// A two-way set-associative cache of pieces of up to 16 bytes, in front of the vocabulary and
+/// the full cache. A set is one aligned cache line holding either two pieces of up to 3 tokens
+/// or one piece of up to 9 tokens (its ids and lengths spill into the second slot), so a hit
+/// reads one line, and that line is the one the caller prefetched: short many-token pieces
+/// (CJK, Arabic: 5% of a multilingual corpus's pieces) used to miss here and stall on a second,
+/// unprefetched table.
 pub(crate) struct HotCache {
-    sets: Box<[[HotSlot; 2]]>,
+    sets: Box<[HotSet]>,
 }
 
 #[derive(Clone, Copy)]
-#[repr(C, align(32))]
+#[repr(C, align(64))]
+struct HotSet([HotSlot; 2]);
+
+#[derive(Clone, Copy)]
+#[repr(C)]
 struct HotSlot {
     k0: u64,
     k1: u64,
-    /// Piece length (bits 0-4; 0: empty slot), token count (bits 5-6), and each token's byte
-    /// length minus one (4 bits each from bit 7).
+    /// Piece length (bits 0-4; 0: empty slot), token count (bits 5-8), `TAKES_SET`, and for a
+    /// one-slot piece each token's byte length minus one (4 bits each from bit 9).
     meta: u32,
     ids: [u32; HOT_TOKENS],
 }
@@ -57,10 +68,24 @@ const EMPTY_HOT: HotSlot = HotSlot {
     ids: [0; HOT_TOKENS],
 };
 
+/// The second slot of a set taken by one piece, read as ids 3..9 and the 4-bit token lengths.
+#[inline]
+fn spill(s: &HotSlot) -> ([u32; 6], u64) {
+    let ids = [
+        s.k0 as u32,
+        (s.k0 >> 32) as u32,
+        s.k1 as u32,
+        (s.k1 >> 32) as u32,
+        s.meta,
+        s.ids[0],
+    ];
+    (ids, u64::from(s.ids[1]) | (u64::from(s.ids[2]) << 32))
+}
+
 impl Default for HotCache {
     fn default() -> Self {
         Self {
-            sets: vec![[EMPTY_HOT; 2]; HOT_SETS].into_boxed_slice(),
+            sets: vec![HotSet([EMPTY_HOT; 2]); HOT_SETS].into_boxed_slice(),
         }
     }
 }
@@ -78,38 +103,65 @@ impl HotCache {
         bytesmap::prefetch(&self.sets[Self::set(k0, k1)]);
     }
 
-    /// Pushes the cached tokens of `piece` (1..=16 bytes) and returns true, if cached.
+    /// The slot holding this piece, and the set's other slot when the piece takes both.
+    #[inline]
+    fn find(&self, len: usize, k0: u64, k1: u64) -> Option<(&HotSlot, Option<&HotSlot>)> {
+        let [a, b] = &self.sets[Self::set(k0, k1)].0;
+        let hit = |s: &HotSlot| s.k0 == k0 && s.k1 == k1 && (s.meta & 31) as usize == len;
+        if hit(a) {
+            return Some((a, (a.meta & TAKES_SET != 0).then_some(b)));
+        }
+        // The second slot of a set taken by one piece holds no key.
+        (a.meta & TAKES_SET == 0 && hit(b)).then_some((b, None))
+    }
+
+    /// Pushes the cached tokens of a piece (1..=16 bytes) and returns true, if cached.
     #[inline]
     pub(crate) fn get(&self, len: usize, k0: u64, k1: u64, out: &mut Vec<(u32, u32)>) -> bool {
-        for s in &self.sets[Self::set(k0, k1)] {
-            if s.k0 == k0 && s.k1 == k1 && (s.meta & 31) as usize == len {
-                let n = ((s.meta >> 5) & 3) as usize;
+        let Some((s, second)) = self.find(len, k0, k1) else {
+            return false;
+        };
+        let n = ((s.meta >> 5) & 15) as usize;
+        match second {
+            None => {
                 for (i, &id) in s.ids[..n].iter().enumerate() {
-                    out.push((id, ((s.meta >> (7 + 4 * i)) & 15) + 1));
+                    out.push((id, ((s.meta >> (9 + 4 * i)) & 15) + 1));
                 }
-                return true;
+            }
+            Some(t) => {
+                let (more, lens) = spill(t);
+                let ids = s.ids.iter().chain(&more).take(n);
+                for (i, &id) in ids.enumerate() {
+                    out.push((id, ((lens >> (4 * i)) & 15) as u32 + 1));
+                }
             }
         }
-        false
+        true
     }
 
-    /// Pushes the cached ids of `piece` (1..=16 bytes) and returns true, if cached.
+    /// Pushes the cached ids of a piece (1..=16 bytes) and returns true, if cached.
     #[inline]
     pub(crate) fn get_ids(&self, len: usize, k0: u64, k1: u64, ids: &mut Vec<u32>) -> bool {
-        for s in &self.sets[Self::set(k0, k1)] {
-            if s.k0 == k0 && s.k1 == k1 && (s.meta & 31) as usize == len {
-                let n = ((s.meta >> 5) & 3) as usize;
-                push_ids(ids, &s.ids, n);
-                return true;
+        let Some((s, second)) = self.find(len, k0, k1) else {
+            return false;
+        };
+        let n = ((s.meta >> 5) & 15) as usize;
+        match second {
+            None => push_ids(ids, &s.ids, n),
+            Some(t) => {
+                push_ids(ids, &s.ids, HOT_TOKENS);
+                push_ids(ids, &spill(t).0, n - HOT_TOKENS);
             }
         }
-        false
+        true
     }
 
-    /// Caches the tokens of a piece of `len` (1..=16) bytes, if there are at most three.
+    /// Caches the tokens of a piece of `len` (1..=16) bytes, if there are at most nine: in
+    /// one slot for up to three (the older entry of the set moves to the other slot), in the
+    /// whole set for more.
     #[inline]
     pub(crate) fn put(&mut self, len: usize, k0: u64, k1: u64, tokens: &[(u32, u32)]) {
-        if tokens.is_empty() || tokens.len() > HOT_TOKENS {
+        if tokens.is_empty() || tokens.len() > HOT_TOKENS_WIDE {
             return;
         }
         let mut slot = HotSlot {
@@ -118,18 +170,43 @@ impl HotCache {
             meta: len as u32 | ((tokens.len() as u32) << 5),
             ids: [0; HOT_TOKENS],
         };
-        for (i, &(id, n)) in tokens.iter().enumerate() {
+        for (i, &(id, _)) in tokens.iter().take(HOT_TOKENS).enumerate() {
             slot.ids[i] = id;
-            slot.meta |= (n - 1) << (7 + 4 * i);
         }
-        // The newer entry takes way 0; the older moves to way 1 (evicting the oldest).
-        let set = &mut self.sets[Self::set(k0, k1)];
-        set[1] = set[0];
+        let set = &mut self.sets[Self::set(k0, k1)].0;
+        if tokens.len() <= HOT_TOKENS {
+            for (i, &(_, n)) in tokens.iter().enumerate() {
+                slot.meta |= (n - 1) << (9 + 4 * i);
+            }
+            // A set taken by one piece is freed whole.
+            set[1] = if set[0].meta & TAKES_SET != 0 {
+                EMPTY_HOT
+            } else {
+                set[0]
+            };
+            set[0] = slot;
+            return;
+        }
+        slot.meta |= TAKES_SET;
+        let mut more = [0u32; 6];
+        let mut lens = 0u64;
+        for (i, &(id, n)) in tokens.iter().enumerate() {
+            if i >= HOT_TOKENS {
+                more[i - HOT_TOKENS] = id;
+            }
+            lens |= u64::from(n - 1) << (4 * i);
+        }
         set[0] = slot;
+        set[1] = HotSlot {
+            k0: u64::from(more[0]) | (u64::from(more[1]) << 32),
+            k1: u64::from(more[2]) | (u64::from(more[3]) << 32),
+            meta: more[4],
+            ids: [more[5], lens as u32, (lens >> 32) as u32],
+        };
     }
 
     pub(crate) fn clear(&mut self) {
-        self.sets.fill([EMPTY_HOT; 2]);
+        self.sets.fill(HotSet([EMPTY_HOT; 2]));
     }
 }
 
@@ -275,10 +352,10 @@ mod tests {
             assert!(hot.get(p.len(), k0, k1, &mut out));
             assert_eq!(out, t);
         }
-        // Four tokens do not fit: not cached.
-        let (k0, k1) = key(b"four");
-        hot.put(4, k0, k1, &[(1, 1); 4]);
-        assert!(!hot.get(4, k0, k1, &mut vec![]));
+        // Ten tokens do not fit: not cached.
+        let (k0, k1) = key(b"0123456789");
+        hot.put(10, k0, k1, &[(1, 1); 10]);
+        assert!(!hot.get(10, k0, k1, &mut vec![]));
         // Same first 16 bytes, other length: a miss (keys are zero-padded).
         let (k0, k1) = key(b"ab\0");
         assert!(!hot.get(3, k0, k1, &mut vec![]));
@@ -307,6 +384,55 @@ mod tests {
             })
             .collect();
         assert_eq!(hits, [false, true, true]);
+    }
+
+    #[test]
+    fn a_many_token_piece_takes_the_whole_set() {
+        let mut hot = HotCache::default();
+        let key = |p: &[u8]| bytesmap::split(p);
+        let same_set: Vec<Vec<u8>> = {
+            let want = HotCache::set(key(b"k0").0, key(b"k0").1);
+            (0u32..)
+                .map(|i| format!("k{i}").into_bytes())
+                .filter(|p| {
+                    let (a, b) = key(p);
+                    HotCache::set(a, b) == want
+                })
+                .take(3)
+                .collect()
+        };
+        let probe = |hot: &HotCache, p: &[u8]| {
+            let (a, b) = key(p);
+            let mut out = vec![];
+            let mut ids = vec![];
+            let hit = hot.get(p.len(), a, b, &mut out);
+            assert_eq!(hit, hot.get_ids(p.len(), a, b, &mut ids));
+            assert_eq!(ids, out.iter().map(|t| t.0).collect::<Vec<_>>());
+            hit.then_some(out)
+        };
+        let put = |hot: &mut HotCache, p: &[u8], t: &[(u32, u32)]| {
+            let (a, b) = key(p);
+            hot.put(p.len(), a, b, t);
+        };
+        let (a, b, c) = (&same_set[0], &same_set[1], &same_set[2]);
+        put(&mut hot, a, &[(1, 1)]);
+        put(&mut hot, b, &[(2, 1)]);
+        // Every count from 4 to 9, with ids past 2^16 and lengths up to 16.
+        for n in 4..=9u32 {
+            let many: Vec<(u32, u32)> = (0..n).map(|i| (70_000 + i, i % 16 + 1)).collect();
+            put(&mut hot, c, &many);
+            assert_eq!(probe(&hot, c), Some(many.clone()), "{n} tokens");
+            // It took the set: both older pieces are gone, and no stale key answers.
+            assert_eq!(probe(&hot, a), None);
+            assert_eq!(probe(&hot, b), None);
+        }
+        // A one-slot piece frees the whole set again.
+        put(&mut hot, a, &[(1, 1)]);
+        assert_eq!(probe(&hot, a), Some(vec![(1, 1)]));
+        assert_eq!(probe(&hot, c), None);
+        put(&mut hot, b, &[(2, 1), (3, 2)]);
+        assert_eq!(probe(&hot, a), Some(vec![(1, 1)]));
+        assert_eq!(probe(&hot, b), Some(vec![(2, 1), (3, 2)]));
     }
 
     #[test]
