@@ -6,7 +6,7 @@
 //! Zipfian, so most pieces hit.
 //!
 //! - [`HotCache`]: pieces of up to 16 bytes and up to 3 tokens, 32-byte slots (most pieces).
-//! - [`WideCache`]: pieces of up to 32 bytes and up to 6 tokens, 64-byte slots (longer words,
+//! - [`WideCache`]: pieces of up to 32 bytes and up to 18 tokens, 64-byte slots (longer words,
 //!   CJK and Arabic runs: 5% of a multilingual corpus's pieces, but a quarter of its bytes, and
 //!   each cost ~140 ns through the vocabulary and the full cache).
 use super::bytesmap;
@@ -210,25 +210,37 @@ impl HotCache {
     }
 }
 
-/// Sets of the wide cache: 16384 sets of two 64-byte slots, 2 MiB.
+/// Sets of the wide cache: 16384 sets of two 64-byte slots, 2 MiB per thread.
 const WIDE_SETS: usize = 1 << 14;
 /// Most tokens a wide slot holds.
 pub(crate) const WIDE_TOKENS: usize = 6;
+/// Most tokens a wide set holds when one piece takes both of its slots.
+pub(crate) const WIDE_TOKENS_SET: usize = WIDE_TOKENS + 12;
 /// Longest piece a wide slot holds.
 pub(crate) const WIDE_LEN: usize = 32;
+/// `meta` bit of a wide slot whose piece also takes the set's other slot.
+const WIDE_TAKES_SET: u64 = 1 << 63;
 
-/// Two-way set-associative cache of pieces of up to 32 bytes and up to 6 tokens.
+/// Two-way set-associative cache of pieces of up to 32 bytes: a set (two cache lines) holds two
+/// pieces of up to 6 tokens, or one of up to 18 whose ids and lengths spill into the second
+/// slot. Pieces this long with 7 to 18 tokens (CJK and Arabic runs, long identifiers) are 2% of
+/// a multilingual corpus's pieces, and went to the full cache at ~180 ns each (three dependent
+/// misses: table, key tail, tokens).
 pub(crate) struct WideCache {
-    sets: Box<[[WideSlot; 2]]>,
+    sets: Box<[WideSet]>,
 }
+
+#[derive(Clone, Copy)]
+#[repr(C, align(128))]
+struct WideSet([WideSlot; 2]);
 
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct WideSlot {
     /// Key bytes, 8 per word, little-endian, zero-padded.
     k: [u64; 4],
-    /// Piece length (bits 0-5; 0: empty slot), token count (bits 6-8), and each token's byte
-    /// length minus one (5 bits each from bit 9).
+    /// Piece length (bits 0-5; 0: empty slot), token count (bits 6-10), `WIDE_TAKES_SET`, and
+    /// for a one-slot piece each token's byte length minus one (5 bits each from bit 11).
     meta: u64,
     ids: [u32; WIDE_TOKENS],
 }
@@ -238,6 +250,25 @@ const EMPTY_WIDE: WideSlot = WideSlot {
     meta: 0,
     ids: [0; WIDE_TOKENS],
 };
+
+/// The second slot of a set taken by one piece: ids 6..18 in `k` and `meta`, `ids[0..2]` (as
+/// 32-bit halves), and every token's 5-bit length in `ids[2..6]`.
+#[inline]
+fn wide_spill(s: &WideSlot) -> ([u32; 12], u128) {
+    let w = [s.k[0], s.k[1], s.k[2], s.k[3], s.meta];
+    let mut ids = [0u32; 12];
+    for (i, x) in w.iter().enumerate() {
+        ids[2 * i] = *x as u32;
+        ids[2 * i + 1] = (*x >> 32) as u32;
+    }
+    ids[10] = s.ids[0];
+    ids[11] = s.ids[1];
+    let lens = s.ids[2..]
+        .iter()
+        .enumerate()
+        .fold(0u128, |acc, (i, &x)| acc | (u128::from(x) << (32 * i)));
+    (ids, lens)
+}
 
 /// A piece of up to 32 bytes as four zero-padded little-endian words.
 #[inline]
@@ -254,7 +285,7 @@ pub(crate) fn wide_key(piece: &[u8]) -> [u64; 4] {
 impl Default for WideCache {
     fn default() -> Self {
         Self {
-            sets: vec![[EMPTY_WIDE; 2]; WIDE_SETS].into_boxed_slice(),
+            sets: vec![WideSet([EMPTY_WIDE; 2]); WIDE_SETS].into_boxed_slice(),
         }
     }
 }
@@ -269,28 +300,46 @@ impl WideCache {
         h as usize & (WIDE_SETS - 1)
     }
 
-    /// Asks the CPU to start loading the set of this key (see `Bpe::prefetch`).
+    /// Asks the CPU to start loading the set of this key, both of its lines (see
+    /// `Bpe::prefetch`).
     #[inline]
     pub(crate) fn prefetch(&self, len: usize, k: &[u64; 4]) {
-        bytesmap::prefetch(&self.sets[Self::set(len, k)]);
+        let set = &self.sets[Self::set(len, k)].0;
+        bytesmap::prefetch(&set[0]);
+        bytesmap::prefetch(&set[1]);
     }
 
+    /// The slot holding this piece, and the set's other slot when the piece takes both.
     #[inline]
-    fn find(&self, len: usize, k: &[u64; 4]) -> Option<&WideSlot> {
-        self.sets[Self::set(len, k)]
-            .iter()
-            .find(|s| s.k == *k && (s.meta & 63) as usize == len)
+    fn find(&self, len: usize, k: &[u64; 4]) -> Option<(&WideSlot, Option<&WideSlot>)> {
+        let [a, b] = &self.sets[Self::set(len, k)].0;
+        let hit = |s: &WideSlot| s.k == *k && (s.meta & 63) as usize == len;
+        if hit(a) {
+            return Some((a, (a.meta & WIDE_TAKES_SET != 0).then_some(b)));
+        }
+        // The second slot of a set taken by one piece holds no key.
+        (a.meta & WIDE_TAKES_SET == 0 && hit(b)).then_some((b, None))
     }
 
     /// Pushes the cached tokens of a piece of `len` bytes with key `k` and returns true, if cached.
     #[inline]
     pub(crate) fn get(&self, len: usize, k: &[u64; 4], out: &mut Vec<(u32, u32)>) -> bool {
-        let Some(s) = self.find(len, k) else {
+        let Some((s, second)) = self.find(len, k) else {
             return false;
         };
-        let n = ((s.meta >> 6) & 7) as usize;
-        for (i, &id) in s.ids[..n].iter().enumerate() {
-            out.push((id, ((s.meta >> (9 + 5 * i)) & 31) as u32 + 1));
+        let n = ((s.meta >> 6) & 31) as usize;
+        match second {
+            None => {
+                for (i, &id) in s.ids[..n].iter().enumerate() {
+                    out.push((id, ((s.meta >> (11 + 5 * i)) & 31) as u32 + 1));
+                }
+            }
+            Some(t) => {
+                let (more, lens) = wide_spill(t);
+                for (i, &id) in s.ids.iter().chain(&more).take(n).enumerate() {
+                    out.push((id, ((lens >> (5 * i)) & 31) as u32 + 1));
+                }
+            }
         }
         true
     }
@@ -298,17 +347,26 @@ impl WideCache {
     /// Pushes the cached ids of a piece of `len` bytes with key `k` and returns true, if cached.
     #[inline]
     pub(crate) fn get_ids(&self, len: usize, k: &[u64; 4], ids: &mut Vec<u32>) -> bool {
-        let Some(s) = self.find(len, k) else {
+        let Some((s, second)) = self.find(len, k) else {
             return false;
         };
-        push_ids(ids, &s.ids, ((s.meta >> 6) & 7) as usize);
+        let n = ((s.meta >> 6) & 31) as usize;
+        match second {
+            None => push_ids(ids, &s.ids, n),
+            Some(t) => {
+                push_ids(ids, &s.ids, WIDE_TOKENS);
+                push_ids(ids, &wide_spill(t).0, n - WIDE_TOKENS);
+            }
+        }
         true
     }
 
-    /// Caches the tokens of a piece of `len` (1..=32) bytes, if there are at most six.
+    /// Caches the tokens of a piece of `len` (1..=32) bytes, if there are at most 18: in one
+    /// slot for up to 6 (the older entry of the set moves to the other slot), in the whole set
+    /// for more.
     #[inline]
     pub(crate) fn put(&mut self, len: usize, k: &[u64; 4], tokens: &[(u32, u32)]) {
-        if tokens.is_empty() || tokens.len() > WIDE_TOKENS || len > WIDE_LEN {
+        if tokens.is_empty() || tokens.len() > WIDE_TOKENS_SET || len > WIDE_LEN {
             return;
         }
         let mut slot = WideSlot {
@@ -316,17 +374,50 @@ impl WideCache {
             meta: len as u64 | ((tokens.len() as u64) << 6),
             ids: [0; WIDE_TOKENS],
         };
-        for (i, &(id, n)) in tokens.iter().enumerate() {
+        for (i, &(id, _)) in tokens.iter().take(WIDE_TOKENS).enumerate() {
             slot.ids[i] = id;
-            slot.meta |= u64::from(n - 1) << (9 + 5 * i);
         }
-        let set = &mut self.sets[Self::set(len, k)];
-        set[1] = set[0];
+        let set = &mut self.sets[Self::set(len, k)].0;
+        if tokens.len() <= WIDE_TOKENS {
+            for (i, &(_, n)) in tokens.iter().enumerate() {
+                slot.meta |= u64::from(n - 1) << (11 + 5 * i);
+            }
+            // A set taken by one piece is freed whole.
+            set[1] = if set[0].meta & WIDE_TAKES_SET != 0 {
+                EMPTY_WIDE
+            } else {
+                set[0]
+            };
+            set[0] = slot;
+            return;
+        }
+        slot.meta |= WIDE_TAKES_SET;
+        let mut more = [0u32; 12];
+        let mut lens = 0u128;
+        for (i, &(id, n)) in tokens.iter().enumerate() {
+            if i >= WIDE_TOKENS {
+                more[i - WIDE_TOKENS] = id;
+            }
+            lens |= u128::from(n - 1) << (5 * i);
+        }
+        let word = |i: usize| u64::from(more[2 * i]) | (u64::from(more[2 * i + 1]) << 32);
         set[0] = slot;
+        set[1] = WideSlot {
+            k: [word(0), word(1), word(2), word(3)],
+            meta: word(4),
+            ids: [
+                more[10],
+                more[11],
+                lens as u32,
+                (lens >> 32) as u32,
+                (lens >> 64) as u32,
+                (lens >> 96) as u32,
+            ],
+        };
     }
 
     pub(crate) fn clear(&mut self) {
-        self.sets.fill([EMPTY_WIDE; 2]);
+        self.sets.fill(WideSet([EMPTY_WIDE; 2]));
     }
 }
 
@@ -460,10 +551,10 @@ mod tests {
             assert!(wide.get_ids(p.len(), &k, &mut ids));
             assert_eq!(ids[1..], t.iter().map(|x| x.0).collect::<Vec<_>>()[..]);
         }
-        // Seven tokens do not fit, nor do 33 bytes.
-        let k = wide_key(b"seven");
-        wide.put(5, &k, &[(1, 1); 7]);
-        assert!(!wide.get(5, &k, &mut vec![]));
+        // Nineteen tokens do not fit.
+        let k = wide_key(b"nineteen tokens here");
+        wide.put(20, &k, &[(1, 1); 19]);
+        assert!(!wide.get(20, &k, &mut vec![]));
         // Same words, other length: a miss (keys are zero-padded).
         let k = wide_key(b"ab\0");
         assert!(!wide.get(3, &k, &mut vec![]));
@@ -474,6 +565,47 @@ mod tests {
         );
         assert!(!wide.get(32, &wide_key(a), &mut vec![]));
         assert!(wide.get(32, &wide_key(b), &mut vec![]));
+    }
+
+    #[test]
+    fn a_many_token_wide_piece_takes_the_whole_set() {
+        let mut wide = WideCache::default();
+        let same_set: Vec<Vec<u8>> = {
+            let p0 = b"wide piece number 0".to_vec();
+            let want = WideCache::set(p0.len(), &wide_key(&p0));
+            (0u32..)
+                .map(|i| format!("wide piece number {i}").into_bytes())
+                .filter(|p| WideCache::set(p.len(), &wide_key(p)) == want)
+                .take(3)
+                .collect()
+        };
+        let probe = |wide: &WideCache, p: &[u8]| {
+            let k = wide_key(p);
+            let (mut out, mut ids) = (vec![], vec![]);
+            let hit = wide.get(p.len(), &k, &mut out);
+            assert_eq!(hit, wide.get_ids(p.len(), &k, &mut ids));
+            assert_eq!(ids, out.iter().map(|t| t.0).collect::<Vec<_>>());
+            hit.then_some(out)
+        };
+        let put = |wide: &mut WideCache, p: &[u8], t: &[(u32, u32)]| {
+            wide.put(p.len(), &wide_key(p), t);
+        };
+        let (a, b, c) = (&same_set[0], &same_set[1], &same_set[2]);
+        put(&mut wide, a, &[(1, 19)]);
+        put(&mut wide, b, &[(2, 10), (3, 10)]);
+        for n in 7..=18u32 {
+            let many: Vec<(u32, u32)> = (0..n).map(|i| (4_000_000_000 - i, i % 32 + 1)).collect();
+            put(&mut wide, c, &many);
+            assert_eq!(probe(&wide, c), Some(many.clone()), "{n} tokens");
+            assert_eq!(probe(&wide, a), None);
+            assert_eq!(probe(&wide, b), None);
+        }
+        put(&mut wide, a, &[(1, 19)]);
+        assert_eq!(probe(&wide, a), Some(vec![(1, 19)]));
+        assert_eq!(probe(&wide, c), None);
+        put(&mut wide, b, &[(2, 10), (3, 10)]);
+        assert_eq!(probe(&wide, a), Some(vec![(1, 19)]));
+        assert_eq!(probe(&wide, b), Some(vec![(2, 10), (3, 10)]));
     }
 
     #[test]
