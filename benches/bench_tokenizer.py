@@ -188,12 +188,12 @@ def test_pathological_input_is_linear(benchmark, cl100k_json, unit):
         times = []
         for _ in range(3):
             t0 = time.perf_counter()
-            fp._core.encode(text, None, False, False, False)
+            fp._core.encode(text, None, False, False, offsets=False)
             times.append(time.perf_counter() - t0)
         return min(times)
 
     benchmark.group = "pathological input"
-    benchmark.pedantic(lambda: fp._core.encode(big, None, False, False, False), rounds=1, iterations=1)
+    benchmark.pedantic(lambda: fp._core.encode(big, None, False, False, offsets=False), rounds=1, iterations=1)
     if not benchmark.disabled:
         ratio = statistics.median(best(big) / best(small) for _ in range(3))
         benchmark.extra_info["10x_input_time_ratio"] = round(ratio, 1)

@@ -158,6 +158,7 @@ class Tokenizer:
         pair: Any = None,
         is_pretokenized: bool = False,
         add_special_tokens: bool = True,
+        *,
         offsets: bool = True,
         lazy: bool = True,
     ) -> Encoding: ...

@@ -204,7 +204,7 @@ impl PyTokenizer {
         tok.to_json(pretty, truncation.as_deref(), padding.as_deref())
     }
 
-    #[pyo3(signature = (sequence, pair = None, is_pretokenized = false, add_special_tokens = true, offsets = true, lazy = true))]
+    #[pyo3(signature = (sequence, pair = None, is_pretokenized = false, add_special_tokens = true, *, offsets = true, lazy = true))]
     // Python keyword arguments, mirrored one to one.
     #[allow(clippy::too_many_arguments, clippy::fn_params_excessive_bools)]
     fn encode(
