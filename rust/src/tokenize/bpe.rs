@@ -394,9 +394,10 @@ impl Bpe {
     #[inline]
     pub fn prefetch(&self, piece: &[u8], key: (u64, u64), scratch: &mut Scratch) {
         let cache = scratch.cache(self.model_id);
-        if piece.len() <= 16 {
+        // One-byte pieces (a sixth of them) are looked up in `byte_ids`, not in a cache.
+        if (2..=16).contains(&piece.len()) {
             cache.hot.prefetch(key.0, key.1);
-        } else if piece.len() <= WIDE_LEN {
+        } else if (17..=WIDE_LEN).contains(&piece.len()) {
             cache.wide.prefetch(piece.len(), &wide_key(piece));
         }
     }
