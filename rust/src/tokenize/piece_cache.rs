@@ -82,11 +82,11 @@ fn spill(s: &HotSlot) -> ([u32; 6], u64) {
     (ids, u64::from(s.ids[1]) | (u64::from(s.ids[2]) << 32))
 }
 
+// The tables are allocated by the first `put`: a thread's scratch keeps a cache per model, and
+// only byte-level BPE uses these (10 MiB that a WordPiece or Unigram model would never touch).
 impl Default for HotCache {
     fn default() -> Self {
-        Self {
-            sets: vec![HotSet([EMPTY_HOT; 2]); HOT_SETS].into_boxed_slice(),
-        }
+        Self { sets: Box::new([]) }
     }
 }
 
@@ -100,13 +100,15 @@ impl HotCache {
     /// Asks the CPU to start loading the set of this key (see `Bpe::prefetch`).
     #[inline]
     pub(crate) fn prefetch(&self, k0: u64, k1: u64) {
-        bytesmap::prefetch(&self.sets[Self::set(k0, k1)]);
+        if let Some(set) = self.sets.get(Self::set(k0, k1)) {
+            bytesmap::prefetch(set);
+        }
     }
 
     /// The slot holding this piece, and the set's other slot when the piece takes both.
     #[inline]
     fn find(&self, len: usize, k0: u64, k1: u64) -> Option<(&HotSlot, Option<&HotSlot>)> {
-        let [a, b] = &self.sets[Self::set(k0, k1)].0;
+        let [a, b] = &self.sets.get(Self::set(k0, k1))?.0;
         let hit = |s: &HotSlot| s.k0 == k0 && s.k1 == k1 && (s.meta & 31) as usize == len;
         if hit(a) {
             return Some((a, (a.meta & TAKES_SET != 0).then_some(b)));
@@ -172,6 +174,9 @@ impl HotCache {
         };
         for (i, &(id, _)) in tokens.iter().take(HOT_TOKENS).enumerate() {
             slot.ids[i] = id;
+        }
+        if self.sets.is_empty() {
+            self.sets = vec![HotSet([EMPTY_HOT; 2]); HOT_SETS].into_boxed_slice();
         }
         let set = &mut self.sets[Self::set(k0, k1)].0;
         if tokens.len() <= HOT_TOKENS {
@@ -284,9 +289,7 @@ pub(crate) fn wide_key(piece: &[u8]) -> [u64; 4] {
 
 impl Default for WideCache {
     fn default() -> Self {
-        Self {
-            sets: vec![WideSet([EMPTY_WIDE; 2]); WIDE_SETS].into_boxed_slice(),
-        }
+        Self { sets: Box::new([]) }
     }
 }
 
@@ -304,15 +307,16 @@ impl WideCache {
     /// `Bpe::prefetch`).
     #[inline]
     pub(crate) fn prefetch(&self, len: usize, k: &[u64; 4]) {
-        let set = &self.sets[Self::set(len, k)].0;
-        bytesmap::prefetch(&set[0]);
-        bytesmap::prefetch(&set[1]);
+        if let Some(set) = self.sets.get(Self::set(len, k)) {
+            bytesmap::prefetch(&set.0[0]);
+            bytesmap::prefetch(&set.0[1]);
+        }
     }
 
     /// The slot holding this piece, and the set's other slot when the piece takes both.
     #[inline]
     fn find(&self, len: usize, k: &[u64; 4]) -> Option<(&WideSlot, Option<&WideSlot>)> {
-        let [a, b] = &self.sets[Self::set(len, k)].0;
+        let [a, b] = &self.sets.get(Self::set(len, k))?.0;
         let hit = |s: &WideSlot| s.k == *k && (s.meta & 63) as usize == len;
         if hit(a) {
             return Some((a, (a.meta & WIDE_TAKES_SET != 0).then_some(b)));
@@ -377,6 +381,9 @@ impl WideCache {
         for (i, &(id, _)) in tokens.iter().take(WIDE_TOKENS).enumerate() {
             slot.ids[i] = id;
         }
+        if self.sets.is_empty() {
+            self.sets = vec![WideSet([EMPTY_WIDE; 2]); WIDE_SETS].into_boxed_slice();
+        }
         let set = &mut self.sets[Self::set(len, k)].0;
         if tokens.len() <= WIDE_TOKENS {
             for (i, &(_, n)) in tokens.iter().enumerate() {
@@ -429,6 +436,11 @@ mod tests {
     fn hot_cache_keeps_up_to_three_tokens_and_two_ways() {
         let mut hot = HotCache::default();
         let key = |p: &[u8]| bytesmap::split(p);
+        // No table until the first put; lookups before it miss.
+        assert!(hot.sets.is_empty());
+        hot.prefetch(1, 2);
+        assert!(!hot.get(2, key(b"ab").0, 0, &mut vec![]));
+        assert!(!hot.get_ids(2, key(b"ab").0, 0, &mut vec![]));
         let pieces: [&[u8]; 4] = [b"ab", b" hello", b"0123456789abcdef", b"xyz"];
         let tokens: [&[(u32, u32)]; 4] = [
             &[(7, 2)],
@@ -529,6 +541,9 @@ mod tests {
     #[test]
     fn wide_cache_keeps_up_to_six_tokens_of_up_to_32_bytes() {
         let mut wide = WideCache::default();
+        assert!(wide.sets.is_empty());
+        wide.prefetch(17, &wide_key(b"seventeen bytes!!"));
+        assert!(!wide.get_ids(17, &wide_key(b"seventeen bytes!!"), &mut vec![]));
         let pieces: [&[u8]; 4] = [
             "日本語も少し".as_bytes(),
             b"0123456789abcdef0123456789abcdef",
