@@ -5,10 +5,12 @@
 //! aligned record holding the key and the tokens, so a hit reads one cache line; text is
 //! Zipfian, so most pieces hit.
 //!
-//! - [`HotCache`]: pieces of up to 16 bytes and up to 3 tokens, 32-byte slots (most pieces).
-//! - [`WideCache`]: pieces of up to 32 bytes and up to 18 tokens, 64-byte slots (longer words,
-//!   CJK and Arabic runs: 5% of a multilingual corpus's pieces, but a quarter of its bytes, and
-//!   each cost ~140 ns through the vocabulary and the full cache).
+//! - [`HotCache`]: pieces of up to 16 bytes (most pieces), 64-byte sets of two slots of up to
+//!   3 tokens, or one piece of up to 9 taking the whole set.
+//! - [`WideCache`]: pieces of 17 to 32 bytes, 128-byte sets of two slots of up to 6 tokens, or
+//!   one piece of up to 18 taking the whole set (longer words, CJK and Arabic runs: 3% of a
+//!   multilingual corpus's pieces, which took ~140 ns each through the vocabulary and the full
+//!   cache before).
 use super::bytesmap;
 
 /// Appends the first `n` (at most `N`) of `src` to `ids`: a fixed-size copy and a length bump,
@@ -32,7 +34,7 @@ const HOT_SETS: usize = 1 << 17;
 /// Most tokens a hot slot holds.
 pub(crate) const HOT_TOKENS: usize = 3;
 /// Most tokens a hot set holds when one piece takes both of its slots.
-pub(crate) const HOT_TOKENS_WIDE: usize = 9;
+pub(crate) const HOT_TOKENS_SET: usize = 9;
 /// `meta` bit of a slot whose piece also takes the set's other slot.
 const TAKES_SET: u32 = 1 << 31;
 
@@ -163,7 +165,7 @@ impl HotCache {
     /// whole set for more.
     #[inline]
     pub(crate) fn put(&mut self, len: usize, k0: u64, k1: u64, tokens: &[(u32, u32)]) {
-        if tokens.is_empty() || tokens.len() > HOT_TOKENS_WIDE {
+        if tokens.is_empty() || tokens.len() > HOT_TOKENS_SET {
             return;
         }
         let mut slot = HotSlot {
@@ -228,8 +230,8 @@ const WIDE_TAKES_SET: u64 = 1 << 63;
 
 /// Two-way set-associative cache of pieces of up to 32 bytes: a set (two cache lines) holds two
 /// pieces of up to 6 tokens, or one of up to 18 whose ids and lengths spill into the second
-/// slot. Pieces this long with 7 to 18 tokens (CJK and Arabic runs, long identifiers) are 2% of
-/// a multilingual corpus's pieces, and went to the full cache at ~180 ns each (three dependent
+/// slot. Pieces this long with 7 to 18 tokens (CJK and Arabic runs, long identifiers), 12k of
+/// the test corpus's 948k pieces, went to the full cache at ~180 ns each (three dependent
 /// misses: table, key tail, tokens).
 pub(crate) struct WideCache {
     sets: Box<[WideSet]>,
