@@ -90,9 +90,9 @@ impl Known {
 // The scanner classifies the text 64 bytes at a time into bit masks (one bit per byte, one mask
 // per class), and finds where a run of a class ends with one `trailing_zeros` instead of a loop
 // over chars. The char-by-char matcher took ~25 ns a piece on the test corpus, most of it
-// walking runs and mispredicting their ends (15 ns a piece on ASCII text now, 20 on the rest);
-// a block's masks cost a few SSE2 instructions per 16 ASCII bytes and one table lookup per
-// non-ASCII char.
+// walking runs and mispredicting their ends (now about 11 ns a piece on ASCII text, 20 on the
+// rest); a block's masks cost a few SSE2 instructions per 16 ASCII bytes and one table lookup
+// per non-ASCII char.
 
 /// Mask indices.
 const KL: usize = 0;
