@@ -386,6 +386,30 @@ impl Tokenizer {
         }
     }
 
+    /// Pre-tokenizes `piece` (into `pieces`) and runs the model on each resulting piece, with
+    /// the cache sets of the pieces ahead prefetched: `f(sources, piece, tokens)` gets each
+    /// piece's (id, byte length) tokens. The general loop of both `encode_ids` and the full
+    /// encode, which differ only in what they keep of each token.
+    #[inline]
+    fn piece_tokens(
+        &self,
+        sources: &mut Sources<'_>,
+        piece: Piece,
+        pieces: &mut Vec<Piece>,
+        tokens: &mut Vec<(u32, u32)>,
+        scratch: &mut bpe::Scratch,
+        mut f: impl FnMut(&Sources<'_>, Piece, &[(u32, u32)]),
+    ) -> Result<(), TokenizeError> {
+        self.pre_tokenize(sources, piece, pieces);
+        for (i, p) in pieces.iter().enumerate() {
+            self.prefetch(sources, pieces, i, scratch);
+            tokens.clear();
+            self.model_tokens(sources, *p, tokens, scratch)?;
+            f(sources, *p, tokens);
+        }
+        Ok(())
+    }
+
     /// The model's tokens of one piece, as (id, byte length) into `tokens`.
     #[inline]
     fn model_tokens(
@@ -474,13 +498,14 @@ impl Tokenizer {
                             ids.push(id);
                             continue;
                         }
-                        self.pre_tokenize(&mut sources, piece, &mut pieces);
-                        for (i, p) in pieces.iter().enumerate() {
-                            self.prefetch(&sources, &pieces, i, scratch);
-                            tokens.clear();
-                            self.model_tokens(&sources, *p, &mut tokens, scratch)?;
-                            ids.extend(tokens.iter().map(|t| t.0));
-                        }
+                        self.piece_tokens(
+                            &mut sources,
+                            piece,
+                            &mut pieces,
+                            &mut tokens,
+                            scratch,
+                            |_, _, tokens| ids.extend(tokens.iter().map(|t| t.0)),
+                        )?;
                     }
                     Ok(())
                 };
@@ -596,28 +621,31 @@ impl Tokenizer {
                     word_idx += 1;
                     continue;
                 }
-                self.pre_tokenize(&mut sources, piece, &mut pieces);
-                for (i, p) in pieces.iter().enumerate() {
-                    self.prefetch(&sources, &pieces, i, scratch);
-                    tokens.clear();
-                    self.model_tokens(&sources, *p, &mut tokens, scratch)?;
-                    let mut at = 0usize;
-                    for &(tid, len) in &tokens {
-                        let span = (len & !unigram::FLAGS) as usize;
-                        let o = if offsets == Offsets::None {
-                            (0, 0)
-                        } else {
-                            conv.convert(sources.original(*p, at, at + span))
-                        };
-                        let value = (len & unigram::RAW_TEXT != 0)
-                            .then(|| &sources.text(*p)[at..at + span]);
-                        if len & unigram::SAME_SPAN == 0 {
-                            at += span;
+                self.piece_tokens(
+                    &mut sources,
+                    piece,
+                    &mut pieces,
+                    &mut tokens,
+                    scratch,
+                    |sources, p, tokens| {
+                        let mut at = 0usize;
+                        for &(tid, len) in tokens {
+                            let span = (len & !unigram::FLAGS) as usize;
+                            let o = if offsets == Offsets::None {
+                                (0, 0)
+                            } else {
+                                conv.convert(sources.original(p, at, at + span))
+                            };
+                            let value = (len & unigram::RAW_TEXT != 0)
+                                .then(|| &sources.text(p)[at..at + span]);
+                            if len & unigram::SAME_SPAN == 0 {
+                                at += span;
+                            }
+                            enc.push(tid, value, o, Some(word.unwrap_or(word_idx)), type_id);
                         }
-                        enc.push(tid, value, o, Some(word.unwrap_or(word_idx)), type_id);
-                    }
-                    word_idx += 1;
-                }
+                        word_idx += 1;
+                    },
+                )?;
             }
             Ok(())
         })?;
