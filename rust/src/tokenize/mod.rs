@@ -12,6 +12,7 @@ mod config;
 pub mod decode;
 pub mod encoding;
 pub mod fastsplit;
+mod huge_table;
 pub mod model;
 pub mod normalize;
 pub mod pattern;

@@ -12,6 +12,7 @@
 //!   multilingual corpus's pieces, which took ~140 ns each through the vocabulary and the full
 //!   cache before).
 use super::bytesmap;
+use super::huge_table::{HugeTable, Zeroable};
 
 /// Appends the first `n` (at most `N`) of `src` to `ids`: a fixed-size copy and a length bump,
 /// instead of `extend_from_slice`'s variable-length memcpy call (which showed in profiles).
@@ -44,13 +45,21 @@ const TAKES_SET: u32 = 1 << 31;
 /// reads one line, and that line is the one the caller prefetched: short many-token pieces
 /// (CJK, Arabic: 5% of a multilingual corpus's pieces) used to miss here and stall on a second,
 /// unprefetched table.
+///
+/// The table is allocated by the first `put` (the default is empty): a thread's scratch keeps a
+/// cache per model, and only byte-level BPE uses these (10 MiB that a WordPiece or Unigram model
+/// would never touch).
+#[derive(Default)]
 pub(crate) struct HotCache {
-    sets: Box<[HotSet]>,
+    sets: HugeTable<HotSet>,
 }
 
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
 struct HotSet([HotSlot; 2]);
+
+// SAFETY: integers only; all zero is two empty slots (`EMPTY_HOT`).
+unsafe impl Zeroable for HotSet {}
 
 #[derive(Clone, Copy)]
 #[repr(C)]
@@ -82,14 +91,6 @@ fn spill(s: &HotSlot) -> ([u32; 6], u64) {
         s.ids[0],
     ];
     (ids, u64::from(s.ids[1]) | (u64::from(s.ids[2]) << 32))
-}
-
-// The tables are allocated by the first `put`: a thread's scratch keeps a cache per model, and
-// only byte-level BPE uses these (10 MiB that a WordPiece or Unigram model would never touch).
-impl Default for HotCache {
-    fn default() -> Self {
-        Self { sets: Box::new([]) }
-    }
 }
 
 impl HotCache {
@@ -178,7 +179,7 @@ impl HotCache {
             slot.ids[i] = id;
         }
         if self.sets.is_empty() {
-            self.sets = vec![HotSet([EMPTY_HOT; 2]); HOT_SETS].into_boxed_slice();
+            self.sets = HugeTable::zeroed(HOT_SETS);
         }
         let set = &mut self.sets[Self::set(k0, k1)].0;
         if tokens.len() <= HOT_TOKENS {
@@ -233,13 +234,17 @@ const WIDE_TAKES_SET: u64 = 1 << 63;
 /// slot. Pieces this long with 7 to 18 tokens (CJK and Arabic runs, long identifiers), 12k of
 /// the test corpus's 948k pieces, went to the full cache at ~180 ns each (three dependent
 /// misses: table, key tail, tokens).
+#[derive(Default)]
 pub(crate) struct WideCache {
-    sets: Box<[WideSet]>,
+    sets: HugeTable<WideSet>,
 }
 
 #[derive(Clone, Copy)]
 #[repr(C, align(128))]
 struct WideSet([WideSlot; 2]);
+
+// SAFETY: integers only; all zero is two empty slots (`EMPTY_WIDE`).
+unsafe impl Zeroable for WideSet {}
 
 #[derive(Clone, Copy)]
 #[repr(C, align(64))]
@@ -287,12 +292,6 @@ pub(crate) fn wide_key(piece: &[u8]) -> [u64; 4] {
     }
     let (k2, k3) = bytesmap::split(&piece[16..]);
     [k0, k1, k2, k3]
-}
-
-impl Default for WideCache {
-    fn default() -> Self {
-        Self { sets: Box::new([]) }
-    }
 }
 
 impl WideCache {
@@ -384,7 +383,7 @@ impl WideCache {
             slot.ids[i] = id;
         }
         if self.sets.is_empty() {
-            self.sets = vec![WideSet([EMPTY_WIDE; 2]); WIDE_SETS].into_boxed_slice();
+            self.sets = HugeTable::zeroed(WIDE_SETS);
         }
         let set = &mut self.sets[Self::set(len, k)].0;
         if tokens.len() <= WIDE_TOKENS {
