@@ -12,7 +12,7 @@ use super::threads;
 use crate::tokenize::{EncodeOptions, Encoding, Input, Offsets, Tokenizer, Truncation};
 use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use pyo3::types::{PyList, PyString};
 use std::sync::{Arc, OnceLock};
 
 /// The options of the call that made a lazy encoding, to build it in full on demand.
@@ -37,14 +37,16 @@ impl Settings {
 /// A single text whose full encoding is built on first use.
 pub struct Lazy {
     ids: Vec<u32>,
-    text: String,
+    /// The caller's str itself (immutable), not a copy: copying every text cost a malloc and
+    /// a memcpy per call, for a full encode that most callers never ask for.
+    text: Py<PyString>,
     settings: Settings,
     full: OnceLock<Encoding>,
 }
 
 impl Lazy {
     #[must_use]
-    pub fn new(ids: Vec<u32>, text: String, settings: Settings) -> Self {
+    pub fn new(ids: Vec<u32>, text: Py<PyString>, settings: Settings) -> Self {
         Self {
             ids,
             text,
@@ -147,8 +149,10 @@ impl PyEncoding {
                 }
                 let opts = lazy.settings.options();
                 let tok = &self.tok;
-                let e = Python::attach(|py| {
-                    py.detach(|| tok.encode(&Input::Text(&lazy.text), None, &opts))
+                let e = Python::attach(|py| -> PyResult<Encoding> {
+                    // It was read as UTF-8 when encoded, so this is the cached view.
+                    let text = lazy.text.bind(py).to_str()?;
+                    Ok(py.detach(|| tok.encode(&Input::Text(text), None, &opts))?)
                 })?;
                 debug_assert_eq!(e.ids, lazy.ids, "lean and full encodes disagree");
                 // Another thread may have filled it meanwhile; both values are equal.

@@ -217,36 +217,41 @@ impl PyTokenizer {
         offsets: bool,
         lazy: bool,
     ) -> PyResult<PyEncoding> {
-        let a = Owned::extract(sequence, is_pretokenized, "sequence")?;
-        let b = pair
-            .map(|p| Owned::extract(p, is_pretokenized, "pair"))
-            .transpose()?;
         let (tok, padding, truncation) = self.snapshot();
         let offsets = if offsets {
             Offsets::Char
         } else {
             Offsets::None
         };
-        // A single text with no padding: the lean ids path, the rest built if asked for
-        // (see `encoding::Lazy`).
-        if let (true, Owned::Text(text), None, None) = (lazy, &a, &b, &padding) {
-            let ids =
-                py.detach(|| tok.encode_ids(text, add_special_tokens, truncation.as_deref()))?;
-            if let Some(ids) = ids {
-                let Owned::Text(text) = a else { unreachable!() };
-                let settings = Settings {
-                    add_special_tokens,
-                    offsets,
-                    truncation,
-                };
-                let lazy = Lazy::new(ids, text, settings);
-                return Ok(PyEncoding::new(
-                    Body::Lazy(lazy),
-                    tok,
-                    Arc::clone(&self.ints),
-                ));
+        // A single text with no padding: the lean ids path, on the str's own UTF-8 (no copy),
+        // the rest built if asked for (see `encoding::Lazy`). A str that is not valid text
+        // (lone surrogates) goes on to the general path, which explains the error.
+        if let (true, false, None, None) = (lazy, is_pretokenized, pair, &padding) {
+            if let Ok(s) = sequence.cast::<PyString>() {
+                if let Ok(text) = s.to_str() {
+                    let ids = py.detach(|| {
+                        tok.encode_ids(text, add_special_tokens, truncation.as_deref())
+                    })?;
+                    if let Some(ids) = ids {
+                        let settings = Settings {
+                            add_special_tokens,
+                            offsets,
+                            truncation,
+                        };
+                        let lazy = Lazy::new(ids, s.clone().unbind(), settings);
+                        return Ok(PyEncoding::new(
+                            Body::Lazy(lazy),
+                            tok,
+                            Arc::clone(&self.ints),
+                        ));
+                    }
+                }
             }
         }
+        let a = Owned::extract(sequence, is_pretokenized, "sequence")?;
+        let b = pair
+            .map(|p| Owned::extract(p, is_pretokenized, "pair"))
+            .transpose()?;
         let opts = EncodeOptions {
             add_special_tokens,
             offsets,
