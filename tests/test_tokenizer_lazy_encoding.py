@@ -126,3 +126,23 @@ def test_lazy_encodings_read_from_many_threads(template_json):
             offs = list(pool.map(lambda e: e.offsets, got))
             offs1 = list(pool.map(lambda e: e.offsets, single))
         assert offs == want and offs1 == want
+
+
+def test_a_lazy_encoding_holds_the_callers_str_not_a_copy(template_json):
+    """The lean path reads the str in place and the Encoding keeps a reference to it (released
+    with the Encoding); a str subclass works the same, and the deferred full encode still reads
+    the right text."""
+    import sys
+
+    class Doc(str):
+        pass
+
+    hf = tokenizers.Tokenizer.from_str(template_json)
+    tok = Tokenizer.from_str(template_json)
+    for text in (TEXTS[1] * 5, Doc(TEXTS[0])):
+        before = sys.getrefcount(text)
+        enc = tok.encode(text)
+        assert sys.getrefcount(text) == before + 1
+        assert enc.offsets == hf.encode(str(text)).offsets
+        del enc
+        assert sys.getrefcount(text) == before
