@@ -6,6 +6,7 @@
 //! are cached per thread (like HF's per-thread cache) keyed by the piece's bytes.
 use super::bytelevel::{decode_token, BYTE_CHAR};
 use super::bytesmap::{self, BytesMap};
+pub(crate) use super::piece_cache::Pending;
 use super::piece_cache::{wide_key, HotCache, WideCache, WIDE_LEN};
 use crate::error::TokenizeError;
 use rustc_hash::FxHashMap;
@@ -377,6 +378,62 @@ impl Bpe {
             cache.hot.put(piece.len(), key.0, key.1, tokens);
         } else {
             cache.wide.put(piece.len(), &wide_key(piece), tokens);
+        }
+        Ok(())
+    }
+
+    /// The piece `text[start..end]` of an ids-only run: its key and hot set, with that set (or
+    /// the wide cache's) prefetched (see `prefetch`).
+    #[inline]
+    pub(crate) fn pending(
+        &self,
+        text: &[u8],
+        start: usize,
+        end: usize,
+        scratch: &mut Scratch,
+    ) -> Pending {
+        let (k0, k1) = bytesmap::split_at(text, start, end);
+        let len = end - start;
+        let cache = scratch.cache(self.model_id);
+        let set = if len <= 16 && self.plain() {
+            let set = HotCache::set(k0, k1);
+            cache.hot.prefetch_set(set);
+            set as u32
+        } else {
+            if (17..=WIDE_LEN).contains(&len) {
+                cache.wide.prefetch(len, &wide_key(&text[start..end]));
+            }
+            u32::MAX
+        };
+        Pending {
+            start: start as u32,
+            end: end as u32,
+            k0,
+            k1,
+            set,
+            len: len as u32,
+        }
+    }
+
+    /// Pushes the ids of a run of pieces of `text` (see `pending`): hot-cache hits in one tight
+    /// loop, the rest through `ids_bytes`.
+    #[inline]
+    pub(crate) fn ids_run(
+        &self,
+        text: &[u8],
+        run: &[Pending],
+        ids: &mut Vec<u32>,
+        tokens: &mut Vec<(u32, u32)>,
+        scratch: &mut Scratch,
+    ) -> Result<(), TokenizeError> {
+        let mut i = 0;
+        while i < run.len() {
+            i += scratch.cache(self.model_id).hot.hits(&run[i..], ids);
+            if let Some(p) = run.get(i) {
+                let piece = &text[p.start as usize..p.end as usize];
+                self.ids_bytes(piece, (p.k0, p.k1), ids, tokens, scratch)?;
+                i += 1;
+            }
         }
         Ok(())
     }

@@ -38,8 +38,9 @@ use postprocess::PostProcessor;
 use pretokenize::{Piece, PreTokenizer, Sources};
 use serde_json::Value;
 
-/// Pieces whose cache lookups the ids-only path prefetches together.
-const PREFETCH_RUN: usize = 16;
+/// Pieces whose cache lookups the ids-only path prefetches together (32 ran a few percent faster
+/// than 16 in alternating runs, once the hits went through `HotCache::hits`; 64 no faster).
+const PREFETCH_RUN: usize = 32;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TruncationStrategy {
@@ -462,28 +463,21 @@ impl Tokenizer {
                     let bytes = text.as_bytes();
                     // Matches go through in runs: the run's hot-cache sets are prefetched
                     // first, so their memory latencies overlap (see `Bpe::prefetch`).
-                    let mut run: [(u32, u32, (u64, u64)); PREFETCH_RUN] =
-                        [(0, 0, (0, 0)); PREFETCH_RUN];
+                    let mut run = [bpe::Pending::default(); PREFETCH_RUN];
                     let mut n = 0;
-                    let mut flush = |run: &[(u32, u32, (u64, u64))], scratch: &mut bpe::Scratch| {
-                        for &(s, e, key) in run {
-                            if failed.is_ok() {
-                                let piece = &bytes[s as usize..e as usize];
-                                failed = bpe.ids_bytes(piece, key, &mut ids, &mut tokens, scratch);
-                            }
-                        }
-                    };
                     known.for_each(text, |s, e| {
-                        let key = bytesmap::split_at(bytes, s, e);
-                        bpe.prefetch(&bytes[s..e], key, scratch);
-                        run[n] = (s as u32, e as u32, key);
+                        run[n] = bpe.pending(bytes, s, e, scratch);
                         n += 1;
                         if n == PREFETCH_RUN {
-                            flush(&run, scratch);
+                            if failed.is_ok() {
+                                failed = bpe.ids_run(bytes, &run, &mut ids, &mut tokens, scratch);
+                            }
                             n = 0;
                         }
                     });
-                    flush(&run[..n], scratch);
+                    if failed.is_ok() {
+                        failed = bpe.ids_run(bytes, &run[..n], &mut ids, &mut tokens, scratch);
+                    }
                     std::mem::replace(&mut failed, Ok(()))?;
                 }
                 Ok(())

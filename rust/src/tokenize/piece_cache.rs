@@ -27,6 +27,20 @@ fn push_ids<const N: usize>(ids: &mut Vec<u32>, src: &[u32; N], n: usize) {
     }
 }
 
+/// A piece of the ids-only encode's current run: its span, its key, and the hot set and
+/// `meta` length bits it would be found with (`set` past the table for a piece the hot cache does
+/// not hold).
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Pending {
+    pub(crate) start: u32,
+    pub(crate) end: u32,
+    pub(crate) k0: u64,
+    pub(crate) k1: u64,
+    pub(crate) set: u32,
+    /// The piece length as `meta`'s bits 0-4 (a hit must also have at most 3 tokens).
+    pub(crate) len: u32,
+}
+
 /// Sets of the hot cache: 131072 sets of 64 bytes (two 32-byte slots), 8 MiB per thread. The
 /// 5 MB test corpus has ~60k distinct short pieces: with 65536 sets, 29k of its 920k short
 /// pieces a round missed (conflicts; 9k with 4x the sets), and this size ran 14% faster (median
@@ -103,7 +117,13 @@ impl HotCache {
     /// Asks the CPU to start loading the set of this key (see `Bpe::prefetch`).
     #[inline]
     pub(crate) fn prefetch(&self, k0: u64, k1: u64) {
-        if let Some(set) = self.sets.get(Self::set(k0, k1)) {
+        self.prefetch_set(Self::set(k0, k1));
+    }
+
+    /// Asks the CPU to start loading set `set`.
+    #[inline]
+    pub(crate) fn prefetch_set(&self, set: usize) {
+        if let Some(set) = self.sets.get(set) {
             bytesmap::prefetch(set);
         }
     }
@@ -159,6 +179,45 @@ impl HotCache {
             }
         }
         true
+    }
+
+    /// Pushes the ids of `run`'s pieces in order while they hit with at most three tokens, and
+    /// returns how many did: the ids-only encode's inner loop. Each piece's set was computed
+    /// (and prefetched) when it was found; a hit's three id lanes are copied before the hit is
+    /// known and kept only on a hit, so the loop's one branch (hit or not) is nearly always
+    /// taken the same way, where `get_ids` branches on the slot and the token count.
+    #[inline]
+    #[allow(clippy::needless_bitwise_bool)] // no short-circuit: branches are what this avoids
+    pub(crate) fn hits(&self, run: &[Pending], ids: &mut Vec<u32>) -> usize {
+        if self.sets.is_empty() {
+            return 0;
+        }
+        ids.reserve(run.len() * HOT_TOKENS);
+        let mut len = ids.len();
+        let out = ids.as_mut_ptr();
+        let mut done = 0;
+        for p in run {
+            let Some(set) = self.sets.get(p.set as usize) else {
+                break;
+            };
+            let [a, b] = &set.0;
+            let hit = |s: &HotSlot| {
+                (s.k0 == p.k0) & (s.k1 == p.k1) & ((s.meta & (31 | (12 << 5))) == p.len)
+            };
+            let (ha, hb) = (hit(a), hit(b) & (a.meta & TAKES_SET == 0));
+            let s = if ha { a } else { b };
+            // SAFETY: room for HOT_TOKENS ids per piece of the run was reserved, and `len` only
+            // grows by a hit's count (at most HOT_TOKENS: the `meta` test above admits 0-3).
+            unsafe { std::ptr::copy_nonoverlapping(s.ids.as_ptr(), out.add(len), HOT_TOKENS) };
+            if !(ha | hb) {
+                break;
+            }
+            len += ((s.meta >> 5) & 15) as usize;
+            done += 1;
+        }
+        // SAFETY: the first `len` ids are initialized (see above).
+        unsafe { ids.set_len(len) };
+        done
     }
 
     /// Caches the tokens of a piece of `len` (1..=16) bytes, if there are at most nine: in
@@ -488,6 +547,49 @@ mod tests {
             })
             .collect();
         assert_eq!(hits, [false, true, true]);
+    }
+
+    #[test]
+    fn hits_stop_at_the_first_piece_get_ids_would_not_give_in_one_slot() {
+        let mut hot = HotCache::default();
+        let pending = |p: &[u8]| {
+            let (k0, k1) = bytesmap::split(p);
+            Pending {
+                start: 0,
+                end: p.len() as u32,
+                k0,
+                k1,
+                set: HotCache::set(k0, k1) as u32,
+                len: p.len() as u32,
+            }
+        };
+        let run: Vec<Pending> = [&b"a"[..], b" the", b"ing", b"xyzzy", b" many", b"q"]
+            .iter()
+            .map(|p| pending(p))
+            .collect();
+        // Nothing cached yet (no table): no hits.
+        assert_eq!(hot.hits(&run, &mut vec![]), 0);
+        let put = |hot: &mut HotCache, p: &Pending, t: &[(u32, u32)]| {
+            hot.put(p.len as usize, p.k0, p.k1, t);
+        };
+        put(&mut hot, &run[0], &[(7, 1)]);
+        put(&mut hot, &run[1], &[(1, 1), (90_000, 3)]);
+        put(&mut hot, &run[2], &[(5, 1), (6, 1), (8, 1)]);
+        // run[3] is not cached; run[4] has five tokens (a whole set); run[5] one.
+        put(&mut hot, &run[4], &[(1, 1); 5]);
+        put(&mut hot, &run[5], &[(9, 1)]);
+        let mut ids = vec![42];
+        assert_eq!(hot.hits(&run, &mut ids), 3);
+        assert_eq!(ids, [42, 7, 1, 90_000, 5, 6, 8]);
+        // A many-token piece is left to `get_ids`, which has it.
+        assert_eq!(hot.hits(&run[4..], &mut ids), 0);
+        assert!(hot.get_ids(5, run[4].k0, run[4].k1, &mut ids));
+        assert_eq!(hot.hits(&run[5..], &mut ids), 1);
+        assert_eq!(ids[ids.len() - 6..], [1, 1, 1, 1, 1, 9]);
+        // A piece past the hot cache (set out of range) is a miss.
+        let mut wide = pending(b"seventeen bytes!!");
+        wide.set = u32::MAX;
+        assert_eq!(hot.hits(&[wide], &mut ids), 0);
     }
 
     #[test]
