@@ -447,7 +447,7 @@ impl Bpe {
         let cache = scratch.cache(self.model_id);
         // One-byte pieces (a sixth of them) take the hot cache too, with no test of their own
         // in front: pieces alternate between one byte and more at random, so that test was a
-        // branch often mispredicted (a few percent faster without it, in alternating runs).
+        // branch often mispredicted (a little faster without it, in alternating runs).
         if (1..=16).contains(&piece.len()) {
             cache.hot.prefetch(key.0, key.1);
         } else if (17..=WIDE_LEN).contains(&piece.len()) {
