@@ -28,6 +28,17 @@ static CLASSES: LazyLock<Box<[u8]>> = LazyLock::new(|| {
     table
 });
 
+/// Whether every code point behind the UTF-8 lead bytes E5-E9 (U+5000-U+9FFF: CJK ideographs)
+/// and EB-EC (U+B000-U+CFFF: Hangul syllables) is a letter in Oniguruma's tables. Then a block
+/// marks those chars letters from their lead bytes at once (`letter_leads`), instead of one
+/// decode and table lookup each (`class_at` was 5% of a multilingual encode). Read off the same
+/// tables, so an Oniguruma with other Unicode data only turns this off.
+static LETTER_LEADS: LazyLock<bool> = LazyLock::new(|| {
+    (0x5000..0xA000)
+        .chain(0xB000..0xD000)
+        .all(|u| CLASSES[u] == L)
+});
+
 #[cfg(test)]
 fn class(c: char) -> u8 {
     let i = c as u32;
@@ -106,6 +117,8 @@ const KO: usize = 3;
 struct Scanner<'a> {
     text: &'a str,
     table: &'static [u8],
+    /// `*LETTER_LEADS`, read once per text.
+    letter_leads: bool,
     base: usize,
     m: [u64; 4],
 }
@@ -115,6 +128,7 @@ impl<'a> Scanner<'a> {
         let mut sc = Self {
             text,
             table: &CLASSES,
+            letter_leads: *LETTER_LEADS,
             base: usize::MAX,
             m: [0; 4],
         };
@@ -186,8 +200,15 @@ impl<'a> Scanner<'a> {
             (1u64 << (end - base)) - 1
         };
         // Non-ASCII chars: one class lookup each, its bits set for all of its bytes in this
-        // block (bits past 63 fall off the shift).
+        // block (bits past 63 fall off the shift), but for the three-byte letters whose lead
+        // byte tells (see `LETTER_LEADS`).
         let mut rest = na;
+        if self.letter_leads {
+            let leads = letter_leads(&b[base..end]);
+            let m = leads | (leads << 1) | (leads << 2);
+            l |= m;
+            rest &= !m;
+        }
         if rest & 1 != 0 && b[base] & 0xC0 == 0x80 {
             // A char cut by the block's start: found from its lead byte before it.
             let mut start = base;
@@ -324,6 +345,48 @@ unsafe fn ascii_masks_sse2(p: *const u8) -> (u64, u64, u64, u64) {
     }
 }
 
+/// Lead bytes E5-E9 and EB-EC in up to 64 bytes (see `LETTER_LEADS`).
+#[allow(clippy::inline_always)] // per-block helper, beside `ascii_masks`
+#[inline(always)]
+fn letter_leads(chunk: &[u8]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    if chunk.len() == 64 {
+        // SAFETY: 64 readable bytes; SSE2 is part of the x86_64 baseline.
+        return unsafe { letter_leads_sse2(chunk.as_ptr()) };
+    }
+    let mut m = 0;
+    for (i, &c) in chunk.iter().enumerate() {
+        if matches!(c, 0xE5..=0xE9 | 0xEB..=0xEC) {
+            m |= 1 << i;
+        }
+    }
+    m
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+unsafe fn letter_leads_sse2(p: *const u8) -> u64 {
+    use std::arch::x86_64::{
+        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8, _mm_sub_epi8,
+    };
+    // SAFETY: the caller guarantees 64 readable bytes at `p`; SSE2 is baseline.
+    unsafe {
+        let mut m = 0u64;
+        for k in 0..4 {
+            let v = _mm_loadu_si128(p.add(16 * k).cast());
+            // `x - lo <= n` unsigned, as `min(x - lo, n) == x - lo` (see `ascii_masks_sse2`).
+            let in_range = |lo: u8, n: u8| {
+                let d = _mm_sub_epi8(v, _mm_set1_epi8(lo as i8));
+                _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(n as i8)), d)
+            };
+            let hit = _mm_or_si128(in_range(0xE5, 4), in_range(0xEB, 1));
+            m |= u64::from(_mm_movemask_epi8(hit) as u16) << (16 * k);
+        }
+        m
+    }
+}
+
 /// `'s|'t|'re|'ve|'m|'ll|'d` after the apostrophe at `pos`: the match length after it.
 fn contraction(text: &str, pos: usize, fold: bool) -> Option<usize> {
     let rest = &text[pos..];
@@ -448,6 +511,11 @@ mod tests {
         "K",
         "日",
         "ー",
+        "\u{4dc0}",
+        "\u{4dbf}",
+        "\u{9fff}",
+        "한",
+        "\u{d7a3}",
         "ا",
         "ה",
         "ก",
@@ -557,6 +625,31 @@ mod tests {
                     assert_eq!(got, want, "{text:?}");
                 }
             }
+        }
+    }
+
+    /// The lead-byte letters agree with the class table wherever the fast path is on, and the
+    /// SIMD mask with the scalar one.
+    #[test]
+    fn letter_leads_are_letters() {
+        // On with the Oniguruma this crate builds (its Unicode data has U+5000-U+9FFF and
+        // U+B000-U+CFFF all letters); the check below is what makes that safe.
+        assert!(*LETTER_LEADS, "the lead-byte fast path is off");
+        for u in (0x5000..0xA000).chain(0xB000..0xD000) {
+            let c = char::from_u32(u).unwrap();
+            let mut buf = [0u8; 4];
+            let lead = c.encode_utf8(&mut buf).as_bytes()[0];
+            assert_eq!(letter_leads(&[lead]), 1, "{u:#x}");
+            assert_eq!(class(c), L, "{u:#x}");
+        }
+        let bytes: Vec<u8> = (0..=255u8).cycle().skip(3).take(64 * 5).collect();
+        for chunk in bytes.chunks(64) {
+            let want = chunk
+                .iter()
+                .enumerate()
+                .filter(|(_, &c)| matches!(c, 0xE5..=0xE9 | 0xEB..=0xEC))
+                .fold(0u64, |m, (i, _)| m | 1 << i);
+            assert_eq!(letter_leads(chunk), want);
         }
     }
 
