@@ -46,19 +46,18 @@ pub(crate) struct Pending {
 /// pieces a round missed (conflicts; 9k with 4x the sets), and this size ran 14% faster (median
 /// of alternating runs) than 65536.
 const HOT_SETS: usize = 1 << 17;
-/// Most tokens a hot slot holds.
+/// Most tokens a hot slot holds itself.
 pub(crate) const HOT_TOKENS: usize = 3;
-/// Most tokens a hot set holds when one piece takes both of its slots.
-pub(crate) const HOT_TOKENS_SET: usize = 9;
-/// `meta` bit of a slot whose piece also takes the set's other slot.
-const TAKES_SET: u32 = 1 << 31;
+/// Most tokens of a piece the hot cache holds (its 4-bit count).
+const HOT_TOKENS_MAX: usize = 15;
 
 /// A two-way set-associative cache of pieces of up to 16 bytes, in front of the vocabulary and
-/// the full cache. A set is one aligned cache line holding either two pieces of up to 3 tokens
-/// or one piece of up to 9 tokens (its ids and lengths spill into the second slot), so a hit
-/// reads one line, and that line is the one the caller prefetched: short many-token pieces
-/// (CJK, Arabic: 5% of a multilingual corpus's pieces) used to miss here and stall on a second,
-/// unprefetched table.
+/// the full cache. A set is one aligned cache line of two slots, so a hit reads one line, and
+/// that line is the one the caller prefetched. A slot holds the tokens of a piece of up to 3 of
+/// them; a piece of 4 to 15 (CJK, Arabic: 5% of a multilingual corpus's pieces) keeps its tokens
+/// in a pool beside the table, so it takes one slot like any other. (It took both slots of its
+/// set before: every insert into that set evicted it, and half of the 16k such pieces of the
+/// test corpus missed again every round.)
 ///
 /// The table is allocated by the first `put` (the default is empty): a thread's scratch keeps a
 /// cache per model, and only byte-level BPE uses these (10 MiB that a WordPiece or Unigram model
@@ -66,6 +65,7 @@ const TAKES_SET: u32 = 1 << 31;
 #[derive(Default)]
 pub(crate) struct HotCache {
     sets: HugeTable<HotSet>,
+    pool: Pool,
 }
 
 #[derive(Clone, Copy)]
@@ -80,9 +80,10 @@ unsafe impl Zeroable for HotSet {}
 struct HotSlot {
     k0: u64,
     k1: u64,
-    /// Piece length (bits 0-4; 0: empty slot), token count (bits 5-8), `TAKES_SET`, and for a
-    /// one-slot piece each token's byte length minus one (4 bits each from bit 9).
+    /// Piece length (bits 0-4; 0: empty slot), token count (bits 5-8), and for a piece of up to
+    /// `HOT_TOKENS` tokens each token's byte length minus one (4 bits each from bit 9).
     meta: u32,
+    /// The ids, or for more than `HOT_TOKENS` tokens, `ids[0]` their start in the pool.
     ids: [u32; HOT_TOKENS],
 }
 
@@ -92,20 +93,6 @@ const EMPTY_HOT: HotSlot = HotSlot {
     meta: 0,
     ids: [0; HOT_TOKENS],
 };
-
-/// The second slot of a set taken by one piece, read as ids 3..9 and the 4-bit token lengths.
-#[inline]
-fn spill(s: &HotSlot) -> ([u32; 6], u64) {
-    let ids = [
-        s.k0 as u32,
-        (s.k0 >> 32) as u32,
-        s.k1 as u32,
-        (s.k1 >> 32) as u32,
-        s.meta,
-        s.ids[0],
-    ];
-    (ids, u64::from(s.ids[1]) | (u64::from(s.ids[2]) << 32))
-}
 
 impl HotCache {
     #[inline]
@@ -128,38 +115,27 @@ impl HotCache {
         }
     }
 
-    /// The slot holding this piece, and the set's other slot when the piece takes both.
+    /// The slot holding this piece, with its token count.
     #[inline]
-    fn find(&self, len: usize, k0: u64, k1: u64) -> Option<(&HotSlot, Option<&HotSlot>)> {
+    fn find(&self, len: usize, k0: u64, k1: u64) -> Option<(&HotSlot, usize)> {
         let [a, b] = &self.sets.get(Self::set(k0, k1))?.0;
         let hit = |s: &HotSlot| s.k0 == k0 && s.k1 == k1 && (s.meta & 31) as usize == len;
-        if hit(a) {
-            return Some((a, (a.meta & TAKES_SET != 0).then_some(b)));
-        }
-        // The second slot of a set taken by one piece holds no key.
-        (a.meta & TAKES_SET == 0 && hit(b)).then_some((b, None))
+        let s = [a, b].into_iter().find(|s| hit(s))?;
+        Some((s, ((s.meta >> 5) & 15) as usize))
     }
 
     /// Pushes the cached tokens of a piece (1..=16 bytes) and returns true, if cached.
     #[inline]
     pub(crate) fn get(&self, len: usize, k0: u64, k1: u64, out: &mut Vec<(u32, u32)>) -> bool {
-        let Some((s, second)) = self.find(len, k0, k1) else {
+        let Some((s, n)) = self.find(len, k0, k1) else {
             return false;
         };
-        let n = ((s.meta >> 5) & 15) as usize;
-        match second {
-            None => {
-                for (i, &id) in s.ids[..n].iter().enumerate() {
-                    out.push((id, ((s.meta >> (9 + 4 * i)) & 15) + 1));
-                }
+        if n <= HOT_TOKENS {
+            for (i, &id) in s.ids[..n].iter().enumerate() {
+                out.push((id, ((s.meta >> (9 + 4 * i)) & 15) + 1));
             }
-            Some(t) => {
-                let (more, lens) = spill(t);
-                let ids = s.ids.iter().chain(&more).take(n);
-                for (i, &id) in ids.enumerate() {
-                    out.push((id, ((lens >> (4 * i)) & 15) as u32 + 1));
-                }
-            }
+        } else {
+            out.extend_from_slice(self.pool.get(s.ids[0], n));
         }
         true
     }
@@ -167,16 +143,13 @@ impl HotCache {
     /// Pushes the cached ids of a piece (1..=16 bytes) and returns true, if cached.
     #[inline]
     pub(crate) fn get_ids(&self, len: usize, k0: u64, k1: u64, ids: &mut Vec<u32>) -> bool {
-        let Some((s, second)) = self.find(len, k0, k1) else {
+        let Some((s, n)) = self.find(len, k0, k1) else {
             return false;
         };
-        let n = ((s.meta >> 5) & 15) as usize;
-        match second {
-            None => push_ids(ids, &s.ids, n),
-            Some(t) => {
-                push_ids(ids, &s.ids, HOT_TOKENS);
-                push_ids(ids, &spill(t).0, n - HOT_TOKENS);
-            }
+        if n <= HOT_TOKENS {
+            push_ids(ids, &s.ids, n);
+        } else {
+            ids.extend(self.pool.get(s.ids[0], n).iter().map(|t| t.0));
         }
         true
     }
@@ -204,7 +177,7 @@ impl HotCache {
             let hit = |s: &HotSlot| {
                 (s.k0 == p.k0) & (s.k1 == p.k1) & ((s.meta & (31 | (12 << 5))) == p.len)
             };
-            let (ha, hb) = (hit(a), hit(b) & (a.meta & TAKES_SET == 0));
+            let (ha, hb) = (hit(a), hit(b));
             let s = if ha { a } else { b };
             // SAFETY: room for HOT_TOKENS ids per piece of the run was reserved, and `len` only
             // grows by a hit's count (at most HOT_TOKENS: the `meta` test above admits 0-3).
@@ -220,13 +193,16 @@ impl HotCache {
         done
     }
 
-    /// Caches the tokens of a piece of `len` (1..=16) bytes, if there are at most nine: in
-    /// one slot for up to three (the older entry of the set moves to the other slot), in the
-    /// whole set for more.
+    /// Caches the tokens of a piece of `len` (1..=16) bytes, if there are at most
+    /// `HOT_TOKENS_MAX`, in the first slot of its set (the older entry there moves to the other
+    /// slot).
     #[inline]
     pub(crate) fn put(&mut self, len: usize, k0: u64, k1: u64, tokens: &[(u32, u32)]) {
-        if tokens.is_empty() || tokens.len() > HOT_TOKENS_SET {
+        if tokens.is_empty() || tokens.len() > HOT_TOKENS_MAX {
             return;
+        }
+        if self.sets.is_empty() {
+            self.sets = HugeTable::zeroed(HOT_SETS);
         }
         let mut slot = HotSlot {
             k0,
@@ -234,68 +210,46 @@ impl HotCache {
             meta: len as u32 | ((tokens.len() as u32) << 5),
             ids: [0; HOT_TOKENS],
         };
-        for (i, &(id, _)) in tokens.iter().take(HOT_TOKENS).enumerate() {
-            slot.ids[i] = id;
-        }
-        if self.sets.is_empty() {
-            self.sets = HugeTable::zeroed(HOT_SETS);
-        }
-        let set = &mut self.sets[Self::set(k0, k1)].0;
         if tokens.len() <= HOT_TOKENS {
-            for (i, &(_, n)) in tokens.iter().enumerate() {
+            for (i, &(id, n)) in tokens.iter().enumerate() {
+                slot.ids[i] = id;
                 slot.meta |= (n - 1) << (9 + 4 * i);
             }
-            // A set taken by one piece is freed whole.
-            set[1] = if set[0].meta & TAKES_SET != 0 {
-                EMPTY_HOT
-            } else {
-                set[0]
-            };
-            set[0] = slot;
-            return;
+        } else {
+            slot.ids[0] = self.pool.push(tokens).unwrap_or_else(|| {
+                self.clear();
+                self.pool.push(tokens).expect("an empty pool has room")
+            });
         }
-        slot.meta |= TAKES_SET;
-        let mut more = [0u32; 6];
-        let mut lens = 0u64;
-        for (i, &(id, n)) in tokens.iter().enumerate() {
-            if i >= HOT_TOKENS {
-                more[i - HOT_TOKENS] = id;
-            }
-            lens |= u64::from(n - 1) << (4 * i);
-        }
+        let set = &mut self.sets[Self::set(k0, k1)].0;
+        set[1] = set[0];
         set[0] = slot;
-        set[1] = HotSlot {
-            k0: u64::from(more[0]) | (u64::from(more[1]) << 32),
-            k1: u64::from(more[2]) | (u64::from(more[3]) << 32),
-            meta: more[4],
-            ids: [more[5], lens as u32, (lens >> 32) as u32],
-        };
     }
 
     pub(crate) fn clear(&mut self) {
         self.sets.fill(HotSet([EMPTY_HOT; 2]));
+        self.pool.clear();
     }
 }
 
 /// Sets of the wide cache: 16384 sets of two 64-byte slots, 2 MiB per thread.
 const WIDE_SETS: usize = 1 << 14;
-/// Most tokens a wide slot holds.
+/// Most tokens a wide slot holds itself.
 pub(crate) const WIDE_TOKENS: usize = 6;
-/// Most tokens a wide set holds when one piece takes both of its slots.
-pub(crate) const WIDE_TOKENS_SET: usize = WIDE_TOKENS + 12;
+/// Most tokens of a piece the wide cache holds (its 5-bit count).
+const WIDE_TOKENS_MAX: usize = 31;
 /// Longest piece a wide slot holds.
 pub(crate) const WIDE_LEN: usize = 32;
-/// `meta` bit of a wide slot whose piece also takes the set's other slot.
-const WIDE_TAKES_SET: u64 = 1 << 63;
 
-/// Two-way set-associative cache of pieces of up to 32 bytes: a set (two cache lines) holds two
-/// pieces of up to 6 tokens, or one of up to 18 whose ids and lengths spill into the second
-/// slot. Pieces this long with 7 to 18 tokens (CJK and Arabic runs, long identifiers), 12k of
-/// the test corpus's 948k pieces, went to the full cache at ~180 ns each (three dependent
-/// misses: table, key tail, tokens).
+/// Two-way set-associative cache of pieces of 17 to 32 bytes: a set (two cache lines) holds two
+/// pieces, with their tokens if they have at most 6, or (7 to 31 tokens) with their tokens in
+/// a pool, as the hot cache keeps them. Pieces this long (CJK and Arabic runs, long
+/// identifiers), 12k of the test corpus's 948k pieces, went to the full cache at ~180 ns each
+/// (three dependent misses: table, key tail, tokens).
 #[derive(Default)]
 pub(crate) struct WideCache {
     sets: HugeTable<WideSet>,
+    pool: Pool,
 }
 
 #[derive(Clone, Copy)]
@@ -310,9 +264,10 @@ unsafe impl Zeroable for WideSet {}
 struct WideSlot {
     /// Key bytes, 8 per word, little-endian, zero-padded.
     k: [u64; 4],
-    /// Piece length (bits 0-5; 0: empty slot), token count (bits 6-10), `WIDE_TAKES_SET`, and
-    /// for a one-slot piece each token's byte length minus one (5 bits each from bit 11).
+    /// Piece length (bits 0-5; 0: empty slot), token count (bits 6-10), and for a piece of up
+    /// to `WIDE_TOKENS` tokens each token's byte length minus one (5 bits each from bit 11).
     meta: u64,
+    /// The ids, or for more than `WIDE_TOKENS` tokens, `ids[0]` their start in the pool.
     ids: [u32; WIDE_TOKENS],
 }
 
@@ -321,25 +276,6 @@ const EMPTY_WIDE: WideSlot = WideSlot {
     meta: 0,
     ids: [0; WIDE_TOKENS],
 };
-
-/// The second slot of a set taken by one piece: ids 6..18 in `k` and `meta`, `ids[0..2]` (as
-/// 32-bit halves), and every token's 5-bit length in `ids[2..6]`.
-#[inline]
-fn wide_spill(s: &WideSlot) -> ([u32; 12], u128) {
-    let w = [s.k[0], s.k[1], s.k[2], s.k[3], s.meta];
-    let mut ids = [0u32; 12];
-    for (i, x) in w.iter().enumerate() {
-        ids[2 * i] = *x as u32;
-        ids[2 * i + 1] = (*x >> 32) as u32;
-    }
-    ids[10] = s.ids[0];
-    ids[11] = s.ids[1];
-    let lens = s.ids[2..]
-        .iter()
-        .enumerate()
-        .fold(0u128, |acc, (i, &x)| acc | (u128::from(x) << (32 * i)));
-    (ids, lens)
-}
 
 /// A piece of up to 32 bytes as four zero-padded little-endian words.
 #[inline]
@@ -373,37 +309,27 @@ impl WideCache {
         }
     }
 
-    /// The slot holding this piece, and the set's other slot when the piece takes both.
+    /// The slot holding this piece, with its token count.
     #[inline]
-    fn find(&self, len: usize, k: &[u64; 4]) -> Option<(&WideSlot, Option<&WideSlot>)> {
+    fn find(&self, len: usize, k: &[u64; 4]) -> Option<(&WideSlot, usize)> {
         let [a, b] = &self.sets.get(Self::set(len, k))?.0;
         let hit = |s: &WideSlot| s.k == *k && (s.meta & 63) as usize == len;
-        if hit(a) {
-            return Some((a, (a.meta & WIDE_TAKES_SET != 0).then_some(b)));
-        }
-        // The second slot of a set taken by one piece holds no key.
-        (a.meta & WIDE_TAKES_SET == 0 && hit(b)).then_some((b, None))
+        let s = [a, b].into_iter().find(|s| hit(s))?;
+        Some((s, ((s.meta >> 6) & 31) as usize))
     }
 
     /// Pushes the cached tokens of a piece of `len` bytes with key `k` and returns true, if cached.
     #[inline]
     pub(crate) fn get(&self, len: usize, k: &[u64; 4], out: &mut Vec<(u32, u32)>) -> bool {
-        let Some((s, second)) = self.find(len, k) else {
+        let Some((s, n)) = self.find(len, k) else {
             return false;
         };
-        let n = ((s.meta >> 6) & 31) as usize;
-        match second {
-            None => {
-                for (i, &id) in s.ids[..n].iter().enumerate() {
-                    out.push((id, ((s.meta >> (11 + 5 * i)) & 31) as u32 + 1));
-                }
+        if n <= WIDE_TOKENS {
+            for (i, &id) in s.ids[..n].iter().enumerate() {
+                out.push((id, ((s.meta >> (11 + 5 * i)) & 31) as u32 + 1));
             }
-            Some(t) => {
-                let (more, lens) = wide_spill(t);
-                for (i, &id) in s.ids.iter().chain(&more).take(n).enumerate() {
-                    out.push((id, ((lens >> (5 * i)) & 31) as u32 + 1));
-                }
-            }
+        } else {
+            out.extend_from_slice(self.pool.get(s.ids[0], n));
         }
         true
     }
@@ -411,80 +337,87 @@ impl WideCache {
     /// Pushes the cached ids of a piece of `len` bytes with key `k` and returns true, if cached.
     #[inline]
     pub(crate) fn get_ids(&self, len: usize, k: &[u64; 4], ids: &mut Vec<u32>) -> bool {
-        let Some((s, second)) = self.find(len, k) else {
+        let Some((s, n)) = self.find(len, k) else {
             return false;
         };
-        let n = ((s.meta >> 6) & 31) as usize;
-        match second {
-            None => push_ids(ids, &s.ids, n),
-            Some(t) => {
-                push_ids(ids, &s.ids, WIDE_TOKENS);
-                push_ids(ids, &wide_spill(t).0, n - WIDE_TOKENS);
-            }
+        if n <= WIDE_TOKENS {
+            push_ids(ids, &s.ids, n);
+        } else {
+            ids.extend(self.pool.get(s.ids[0], n).iter().map(|t| t.0));
         }
         true
     }
 
-    /// Caches the tokens of a piece of `len` (1..=32) bytes, if there are at most 18: in one
-    /// slot for up to 6 (the older entry of the set moves to the other slot), in the whole set
-    /// for more.
+    /// Caches the tokens of a piece of `len` (1..=32) bytes, if there are at most
+    /// `WIDE_TOKENS_MAX`, in the first slot of its set (the older entry there moves to the
+    /// other slot).
     #[inline]
     pub(crate) fn put(&mut self, len: usize, k: &[u64; 4], tokens: &[(u32, u32)]) {
-        if tokens.is_empty() || tokens.len() > WIDE_TOKENS_SET || len > WIDE_LEN {
+        if tokens.is_empty() || tokens.len() > WIDE_TOKENS_MAX || len > WIDE_LEN {
             return;
+        }
+        if self.sets.is_empty() {
+            self.sets = HugeTable::zeroed(WIDE_SETS);
         }
         let mut slot = WideSlot {
             k: *k,
             meta: len as u64 | ((tokens.len() as u64) << 6),
             ids: [0; WIDE_TOKENS],
         };
-        for (i, &(id, _)) in tokens.iter().take(WIDE_TOKENS).enumerate() {
-            slot.ids[i] = id;
-        }
-        if self.sets.is_empty() {
-            self.sets = HugeTable::zeroed(WIDE_SETS);
-        }
-        let set = &mut self.sets[Self::set(len, k)].0;
         if tokens.len() <= WIDE_TOKENS {
-            for (i, &(_, n)) in tokens.iter().enumerate() {
+            for (i, &(id, n)) in tokens.iter().enumerate() {
+                slot.ids[i] = id;
                 slot.meta |= u64::from(n - 1) << (11 + 5 * i);
             }
-            // A set taken by one piece is freed whole.
-            set[1] = if set[0].meta & WIDE_TAKES_SET != 0 {
-                EMPTY_WIDE
-            } else {
-                set[0]
-            };
-            set[0] = slot;
-            return;
+        } else {
+            slot.ids[0] = self.pool.push(tokens).unwrap_or_else(|| {
+                self.clear();
+                self.pool.push(tokens).expect("an empty pool has room")
+            });
         }
-        slot.meta |= WIDE_TAKES_SET;
-        let mut more = [0u32; 12];
-        let mut lens = 0u128;
-        for (i, &(id, n)) in tokens.iter().enumerate() {
-            if i >= WIDE_TOKENS {
-                more[i - WIDE_TOKENS] = id;
-            }
-            lens |= u128::from(n - 1) << (5 * i);
-        }
-        let word = |i: usize| u64::from(more[2 * i]) | (u64::from(more[2 * i + 1]) << 32);
+        let set = &mut self.sets[Self::set(len, k)].0;
+        set[1] = set[0];
         set[0] = slot;
-        set[1] = WideSlot {
-            k: [word(0), word(1), word(2), word(3)],
-            meta: word(4),
-            ids: [
-                more[10],
-                more[11],
-                lens as u32,
-                (lens >> 32) as u32,
-                (lens >> 64) as u32,
-                (lens >> 96) as u32,
-            ],
-        };
     }
 
     pub(crate) fn clear(&mut self) {
         self.sets.fill(WideSet([EMPTY_WIDE; 2]));
+        self.pool.clear();
+    }
+}
+
+/// Tokens of the cached pieces with more tokens than their slot holds, appended in the order
+/// they were cached. Evicted pieces leave theirs behind; when the pool is full, its cache
+/// starts over (both cleared together, so no slot points at tokens that are gone).
+#[derive(Default)]
+struct Pool(Vec<(u32, u32)>);
+
+/// Tokens a pool holds (1 MiB).
+const POOL_TOKENS: usize = 1 << 17;
+
+impl Pool {
+    /// Appends `tokens` and returns where they start, or `None` when they do not fit.
+    fn push(&mut self, tokens: &[(u32, u32)]) -> Option<u32> {
+        if self.0.len() + tokens.len() > POOL_TOKENS {
+            return None;
+        }
+        let at = self.0.len() as u32;
+        self.0.extend_from_slice(tokens);
+        Some(at)
+    }
+
+    #[inline]
+    fn get(&self, at: u32, n: usize) -> &[(u32, u32)] {
+        &self.0[at as usize..at as usize + n]
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.0.len()
     }
 }
 
@@ -515,10 +448,10 @@ mod tests {
             assert!(hot.get(p.len(), k0, k1, &mut out));
             assert_eq!(out, t);
         }
-        // Ten tokens do not fit: not cached.
-        let (k0, k1) = key(b"0123456789");
-        hot.put(10, k0, k1, &[(1, 1); 10]);
-        assert!(!hot.get(10, k0, k1, &mut vec![]));
+        // Sixteen tokens do not fit: not cached.
+        let (k0, k1) = key(b"fedcba9876543210");
+        hot.put(16, k0, k1, &[(1, 1); 16]);
+        assert!(!hot.get(16, k0, k1, &mut vec![]));
         // Same first 16 bytes, other length: a miss (keys are zero-padded).
         let (k0, k1) = key(b"ab\0");
         assert!(!hot.get(3, k0, k1, &mut vec![]));
@@ -575,7 +508,7 @@ mod tests {
         put(&mut hot, &run[0], &[(7, 1)]);
         put(&mut hot, &run[1], &[(1, 1), (90_000, 3)]);
         put(&mut hot, &run[2], &[(5, 1), (6, 1), (8, 1)]);
-        // run[3] is not cached; run[4] has five tokens (a whole set); run[5] one.
+        // run[3] is not cached; run[4] has five tokens (in the pool); run[5] one.
         put(&mut hot, &run[4], &[(1, 1); 5]);
         put(&mut hot, &run[5], &[(9, 1)]);
         let mut ids = vec![42];
@@ -593,7 +526,7 @@ mod tests {
     }
 
     #[test]
-    fn a_many_token_piece_takes_the_whole_set() {
+    fn a_many_token_piece_takes_one_slot_and_its_tokens_the_pool() {
         let mut hot = HotCache::default();
         let key = |p: &[u8]| bytesmap::split(p);
         let same_set: Vec<Vec<u8>> = {
@@ -621,24 +554,34 @@ mod tests {
             hot.put(p.len(), a, b, t);
         };
         let (a, b, c) = (&same_set[0], &same_set[1], &same_set[2]);
+        // Every count from 4 to 15, with ids past 2^16 and lengths up to 16: each one in the
+        // set's first slot, beside the piece put before it.
         put(&mut hot, a, &[(1, 1)]);
-        put(&mut hot, b, &[(2, 1)]);
-        // Every count from 4 to 9, with ids past 2^16 and lengths up to 16.
-        for n in 4..=9u32 {
+        for n in 4..=15u32 {
             let many: Vec<(u32, u32)> = (0..n).map(|i| (70_000 + i, i % 16 + 1)).collect();
-            put(&mut hot, c, &many);
-            assert_eq!(probe(&hot, c), Some(many.clone()), "{n} tokens");
-            // It took the set: both older pieces are gone, and no stale key answers.
-            assert_eq!(probe(&hot, a), None);
-            assert_eq!(probe(&hot, b), None);
+            let (older, this) = if n % 2 == 0 { (a, b) } else { (b, a) };
+            put(&mut hot, this, &many);
+            assert_eq!(probe(&hot, this), Some(many.clone()), "{n} tokens");
+            assert!(probe(&hot, older).is_some(), "{n} tokens");
         }
-        // A one-slot piece frees the whole set again.
-        put(&mut hot, a, &[(1, 1)]);
-        assert_eq!(probe(&hot, a), Some(vec![(1, 1)]));
+        // A third piece evicts the older one only.
+        let last = probe(&hot, a);
+        put(&mut hot, c, &[(3, 2)]);
+        assert_eq!(probe(&hot, c), Some(vec![(3, 2)]));
+        assert_eq!(probe(&hot, a), last);
+        assert_eq!(probe(&hot, b), None);
+        // A full pool starts the cache over: nothing points at tokens that are gone.
+        let many: Vec<(u32, u32)> = (0..15).map(|i| (i, 1)).collect();
+        let fill = (0u32..)
+            .map(|i| format!("p{i}").into_bytes())
+            .take(POOL_TOKENS / 15 + 1)
+            .collect::<Vec<_>>();
+        for p in &fill {
+            put(&mut hot, p, &many);
+        }
+        assert!(hot.pool.len() <= POOL_TOKENS);
         assert_eq!(probe(&hot, c), None);
-        put(&mut hot, b, &[(2, 1), (3, 2)]);
-        assert_eq!(probe(&hot, a), Some(vec![(1, 1)]));
-        assert_eq!(probe(&hot, b), Some(vec![(2, 1), (3, 2)]));
+        assert_eq!(probe(&hot, fill.last().unwrap()), Some(many));
     }
 
     #[test]
@@ -669,10 +612,10 @@ mod tests {
             assert!(wide.get_ids(p.len(), &k, &mut ids));
             assert_eq!(ids[1..], t.iter().map(|x| x.0).collect::<Vec<_>>()[..]);
         }
-        // Nineteen tokens do not fit.
-        let k = wide_key(b"nineteen tokens here");
-        wide.put(20, &k, &[(1, 1); 19]);
-        assert!(!wide.get(20, &k, &mut vec![]));
+        // Thirty-two tokens do not fit.
+        let k = wide_key(b"thirty-two tokens here, one each");
+        wide.put(32, &k, &[(1, 1); 32]);
+        assert!(!wide.get(32, &k, &mut vec![]));
         // Same words, other length: a miss (keys are zero-padded).
         let k = wide_key(b"ab\0");
         assert!(!wide.get(3, &k, &mut vec![]));
@@ -686,7 +629,7 @@ mod tests {
     }
 
     #[test]
-    fn a_many_token_wide_piece_takes_the_whole_set() {
+    fn a_many_token_wide_piece_takes_one_slot_and_its_tokens_the_pool() {
         let mut wide = WideCache::default();
         let same_set: Vec<Vec<u8>> = {
             let p0 = b"wide piece number 0".to_vec();
@@ -709,21 +652,32 @@ mod tests {
             wide.put(p.len(), &wide_key(p), t);
         };
         let (a, b, c) = (&same_set[0], &same_set[1], &same_set[2]);
-        put(&mut wide, a, &[(1, 19)]);
-        put(&mut wide, b, &[(2, 10), (3, 10)]);
-        for n in 7..=18u32 {
+        put(&mut wide, b, &[(1, 19)]);
+        for n in 7..=31u32 {
             let many: Vec<(u32, u32)> = (0..n).map(|i| (4_000_000_000 - i, i % 32 + 1)).collect();
-            put(&mut wide, c, &many);
-            assert_eq!(probe(&wide, c), Some(many.clone()), "{n} tokens");
-            assert_eq!(probe(&wide, a), None);
-            assert_eq!(probe(&wide, b), None);
+            let (older, this) = if n % 2 == 0 { (a, b) } else { (b, a) };
+            put(&mut wide, this, &many);
+            assert_eq!(probe(&wide, this), Some(many.clone()), "{n} tokens");
+            assert!(probe(&wide, older).is_some(), "{n} tokens");
         }
-        put(&mut wide, a, &[(1, 19)]);
-        assert_eq!(probe(&wide, a), Some(vec![(1, 19)]));
+        // A third piece evicts the older one only (31 tokens were the last, for `a`).
+        let last = probe(&wide, a);
+        put(&mut wide, c, &[(2, 10), (3, 10)]);
+        assert_eq!(probe(&wide, c), Some(vec![(2, 10), (3, 10)]));
+        assert_eq!(probe(&wide, a), last);
+        assert_eq!(probe(&wide, b), None);
+        // A full pool starts the cache over.
+        let many: Vec<(u32, u32)> = (0..31).map(|i| (i, 1)).collect();
+        let fill = (0u32..)
+            .map(|i| format!("a wide piece, number {i}").into_bytes())
+            .take(POOL_TOKENS / 31 + 1)
+            .collect::<Vec<_>>();
+        for p in &fill {
+            put(&mut wide, p, &many);
+        }
+        assert!(wide.pool.len() <= POOL_TOKENS);
         assert_eq!(probe(&wide, c), None);
-        put(&mut wide, b, &[(2, 10), (3, 10)]);
-        assert_eq!(probe(&wide, a), Some(vec![(1, 19)]));
-        assert_eq!(probe(&wide, b), Some(vec![(2, 10), (3, 10)]));
+        assert_eq!(probe(&wide, fill.last().unwrap()), Some(many));
     }
 
     #[test]
