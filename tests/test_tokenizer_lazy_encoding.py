@@ -146,3 +146,33 @@ def test_a_lazy_encoding_holds_the_callers_str_not_a_copy(template_json):
         assert enc.offsets == hf.encode(str(text)).offsets
         del enc
         assert sys.getrefcount(text) == before
+
+
+def test_a_large_batch_builds_its_ids_lists_up_front_with_exact_refcounts():
+    """A batch of more than 32k tokens gets its `ids` lists built at once (each int's refcount
+    raised by its count of uses, the lists then filled): every read of `ids` is still a new list
+    of the right ids, and every reference the lists took is given back when they go."""
+    import sys
+
+    js = data.cl100k_tokenizer_json()
+    hf = tokenizers.Tokenizer.from_str(js)
+    tok = Tokenizer.from_str(js)
+    texts = [f"{i} " + data.corpus_documents(200_000)[i % 50] for i in range(120)]
+    want = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+    assert sum(map(len, want)) > 1 << 15
+    got = tok.encode_batch(texts, add_special_tokens=False)
+    first = [e.ids for e in got]
+    assert first == want
+    again = got[3].ids
+    assert again == want[3] and again is not first[3]
+    first[3].append(-1)
+    assert got[3].ids == want[3]
+    # The ints are shared (past CPython's small ints): one of them counts exactly the
+    # references the lists of a batch hold.
+    int_x = next(x for x in first[0] if x > 1000)
+    uses = sum(row.count(int_x) for row in want)
+    before = sys.getrefcount(int_x)
+    more = [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+    assert sys.getrefcount(int_x) == before + uses
+    del more
+    assert sys.getrefcount(int_x) == before

@@ -9,6 +9,7 @@ mod image;
 mod info;
 mod kernels;
 mod pool;
+mod text;
 mod threads;
 mod tokenize;
 

@@ -1,6 +1,7 @@
 //! `fastprep._core.Tokenizer` and `Encoding`. The Python facade (`fastprep/tokenizer.py`) adds
 //! loading from disk and the HF cache, `AddedToken`, argument checks and docs.
 use super::encoding::{Body, IntCache, Lazy, LazyBatch, PyEncoding, Settings};
+use super::text::PyText;
 use super::threads;
 use crate::tokenize::added::AddedToken;
 use crate::tokenize::{
@@ -15,6 +16,10 @@ use std::sync::{Arc, RwLock};
 
 /// Batches smaller than this run on the calling thread: the pool's hand-off costs more.
 const MIN_PARALLEL: usize = 8;
+
+/// Tokens from which `encode_batch` builds the batch's `ids` lists up front (`IntCache::lists`,
+/// whose use counts take a pass over one slot per vocabulary id: too much for a small batch).
+const PREBUILT_LISTS_MIN: usize = 1 << 15;
 
 #[pyclass(name = "Tokenizer", module = "fastprep._core", frozen)]
 pub struct PyTokenizer {
@@ -38,14 +43,14 @@ fn write<T>(l: &RwLock<T>, v: T) {
 
 /// One input of encode/encode_batch, converted to owned Rust data before the GIL is released.
 enum Owned {
-    Text(String),
+    Text(PyText),
     Words(Vec<String>),
 }
 
 impl Owned {
     fn as_input(&self) -> Input<'_> {
         match self {
-            Self::Text(s) => Input::Text(s),
+            Self::Text(s) => Input::Text(s.as_str()),
             Self::Words(w) => Input::Words(w),
         }
     }
@@ -63,19 +68,21 @@ impl Owned {
                 ))
             })
         } else {
-            obj.extract::<String>().map(Self::Text).map_err(|_| {
-                if obj.is_instance_of::<PyString>() {
-                    // A str Rust cannot take holds lone surrogates (e.g. from surrogateescape).
-                    return PyTypeError::new_err(format!(
-                        "{what} holds lone surrogates, which are not text; encode it with \
-                         errors='replace' (or fix its source) first"
-                    ));
-                }
+            let text = obj.cast::<PyString>().map(PyText::new);
+            text.map_err(|_| {
                 PyTypeError::new_err(format!(
                     "{what} must be a str, got {}; for pre-split words pass is_pretokenized=True",
                     obj.get_type()
                         .name()
                         .map_or_else(|_| "?".into(), |n| n.to_string())
+                ))
+            })?
+            .map(Self::Text)
+            // A str that is not text holds lone surrogates (e.g. from surrogateescape).
+            .map_err(|_| {
+                PyTypeError::new_err(format!(
+                    "{what} holds lone surrogates, which are not text; encode it with \
+                     errors='replace' (or fix its source) first"
                 ))
             })
         }
@@ -301,7 +308,7 @@ impl PyTokenizer {
                 .iter()
                 .all(|(a, b)| b.is_none() && matches!(a, Owned::Text(_)))
         {
-            let texts: Vec<String> = owned
+            let texts: Vec<PyText> = owned
                 .into_iter()
                 .map(|(a, _)| match a {
                     Owned::Text(t) => t,
@@ -324,6 +331,16 @@ impl PyTokenizer {
                 truncation,
             };
             let batch = Arc::new(LazyBatch::new(texts, settings, n));
+            // The `ids` lists that nearly every caller reads next, built now for a large batch,
+            // all at once (see `IntCache::lists`).
+            let total: usize = ids.iter().map(|r| r.0.len()).sum();
+            let mut lists = if total >= PREBUILT_LISTS_MIN {
+                let rows: Vec<&[u32]> = ids.iter().map(|r| &r.0[..]).collect();
+                self.ints.lists(py, &rows)?.into_iter().map(Some).collect()
+            } else {
+                Vec::new()
+            }
+            .into_iter();
             return Ok(ids
                 .into_iter()
                 .enumerate()
@@ -333,7 +350,11 @@ impl PyTokenizer {
                         batch: Arc::clone(&batch),
                         index,
                     };
-                    PyEncoding::new(body, Arc::clone(&tok), Arc::clone(&self.ints))
+                    let (tok, ints) = (Arc::clone(&tok), Arc::clone(&self.ints));
+                    match lists.next().flatten() {
+                        Some(list) => PyEncoding::with_ids_list(body, tok, ints, list),
+                        None => PyEncoding::new(body, tok, ints),
+                    }
                 })
                 .collect());
         }
@@ -716,16 +737,17 @@ impl PyTokenizer {
 
 /// Ids (and, when `offsets`, char offsets) of each text, for the array outputs. Without offsets
 /// the lean `encode_ids` path runs: no `Encoding` is built.
-fn ids_batch(
+fn ids_batch<T: AsRef<str> + Sync>(
     tok: &Tokenizer,
-    texts: &[String],
+    texts: &[T],
     add_special_tokens: bool,
     truncation: Option<&Truncation>,
     offsets: bool,
     threads_n: usize,
 ) -> Result<Vec<(Vec<u32>, Vec<(u32, u32)>)>, TokenizeError> {
     use rayon::prelude::*;
-    let one = |t: &String| -> Result<(Vec<u32>, Vec<(u32, u32)>), TokenizeError> {
+    let one = |t: &T| -> Result<(Vec<u32>, Vec<(u32, u32)>), TokenizeError> {
+        let t = t.as_ref();
         if !offsets {
             if let Some(ids) = tok.encode_ids(t, add_special_tokens, truncation)? {
                 return Ok((ids, Vec::new()));
