@@ -38,6 +38,8 @@ static SPACES_AT_END: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\s*$").unw
 
 /// A segment of the input: an added token's id, or text for the model.
 pub type Split = (Option<u32>, (usize, usize));
+/// The splits of one text: nearly always a few (one, when no added token occurs).
+pub type Splits = smallvec::SmallVec<[Split; 4]>;
 
 impl AddedVocab {
     /// Builds the matchers; `normalizer` gives the normalized form of `normalized` tokens.
@@ -146,18 +148,18 @@ impl AddedVocab {
 
     /// Cuts `sentence` into added tokens and the text between them (HF's `find_matches`).
     #[must_use]
-    pub fn find(&self, sentence: &str, normalized: bool) -> Vec<Split> {
+    pub fn find(&self, sentence: &str, normalized: bool) -> Splits {
         if sentence.is_empty() {
-            return vec![(None, (0, 0))];
+            return smallvec::smallvec![(None, (0, 0))];
         }
         let Some((ac, ids)) = (if normalized {
             &self.normalized
         } else {
             &self.raw
         }) else {
-            return vec![(None, (0, sentence.len()))];
+            return smallvec::smallvec![(None, (0, sentence.len()))];
         };
-        let mut out = Vec::new();
+        let mut out = Splits::new();
         let mut start_offset = 0;
         for m in ac.find_iter(sentence) {
             let (mut start, mut stop) = (m.start(), m.end());

@@ -66,6 +66,8 @@ pub struct Scratch {
     pub(crate) lattice32: Vec<(f32, u32, u32)>,
     /// Pre-tokenized pieces of the text being encoded (reused across calls).
     pub(crate) pieces: Vec<super::pretokenize::Piece>,
+    /// The ids-only encode's run of pending pieces (reused across calls).
+    pub(crate) run: Option<Box<[Pending; super::PREFETCH_RUN]>>,
 }
 
 impl Scratch {

@@ -193,7 +193,20 @@ impl<'a> Scanner<'a> {
     fn load(&mut self, base: usize) {
         let b = self.text.as_bytes();
         let end = (base + 64).min(b.len());
-        let (mut l, mut n, mut s, na) = ascii_masks(&b[base..end]);
+        // The masks read 64 bytes. A text's last block, shorter, is read as the text's last 64
+        // bytes, its masks shifted down to the block; a text shorter than that, zero-padded (a
+        // zero byte is in no mask) once for both mask functions.
+        let mut pad = [0u8; 64];
+        let (block, shift) = if end - base == 64 {
+            (&b[base..end], 0)
+        } else if b.len() >= 64 {
+            (&b[b.len() - 64..], base + 64 - b.len())
+        } else {
+            pad[..b.len()].copy_from_slice(b);
+            (&pad[..], 0)
+        };
+        let (l, n, s, na) = ascii_masks(block);
+        let (mut l, mut n, mut s, na) = (l >> shift, n >> shift, s >> shift, na >> shift);
         let valid = if end - base == 64 {
             u64::MAX
         } else {
@@ -204,7 +217,7 @@ impl<'a> Scanner<'a> {
         // byte tells (see `LETTER_LEADS`).
         let mut rest = na;
         if self.letter_leads {
-            let leads = letter_leads(&b[base..end]);
+            let leads = letter_leads(block) >> shift;
             let m = leads | (leads << 1) | (leads << 2);
             l |= m;
             rest &= !m;
@@ -272,9 +285,9 @@ fn utf8_width(lead: u8) -> usize {
 }
 
 /// ASCII classes as Oniguruma has them (`ascii_classes_match_oniguruma` checks): letters
-/// `[A-Za-z]`, digits `[0-9]`, white space `[\t\n\v\f\r ]`.
-#[allow(clippy::inline_always)] // per-piece helpers: measured slower when left to the inliner
-#[inline(always)]
+/// `[A-Za-z]`, digits `[0-9]`, white space `[\t\n\v\f\r ]`. The scalar masks' classes (and
+/// the tests' reference for the SIMD ones).
+#[cfg(any(test, not(target_arch = "x86_64")))]
 fn ascii_class(c: u8) -> u8 {
     match c {
         b'a'..=b'z' | b'A'..=b'Z' => L,
@@ -290,10 +303,25 @@ fn ascii_class(c: u8) -> u8 {
 #[inline(always)]
 fn ascii_masks(chunk: &[u8]) -> (u64, u64, u64, u64) {
     #[cfg(target_arch = "x86_64")]
-    if chunk.len() == 64 {
+    {
+        // A text's last block, zero-padded: a zero byte is in none of the four masks.
+        // (Every text ends with one; byte by byte it was most of a short call's split.)
+        let mut pad = [0u8; 64];
+        let p = if chunk.len() == 64 {
+            chunk.as_ptr()
+        } else {
+            pad[..chunk.len()].copy_from_slice(chunk);
+            pad.as_ptr()
+        };
         // SAFETY: 64 readable bytes; SSE2 is part of the x86_64 baseline.
-        return unsafe { ascii_masks_sse2(chunk.as_ptr()) };
+        unsafe { ascii_masks_sse2(p) }
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    ascii_masks_scalar(chunk)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn ascii_masks_scalar(chunk: &[u8]) -> (u64, u64, u64, u64) {
     let (mut l, mut n, mut s, mut na) = (0u64, 0u64, 0u64, 0u64);
     for (i, &c) in chunk.iter().enumerate() {
         let bit = 1u64 << i;
@@ -350,10 +378,24 @@ unsafe fn ascii_masks_sse2(p: *const u8) -> (u64, u64, u64, u64) {
 #[inline(always)]
 fn letter_leads(chunk: &[u8]) -> u64 {
     #[cfg(target_arch = "x86_64")]
-    if chunk.len() == 64 {
+    {
+        // Zero-padded as in `ascii_masks` (a zero byte is no lead byte).
+        let mut pad = [0u8; 64];
+        let p = if chunk.len() == 64 {
+            chunk.as_ptr()
+        } else {
+            pad[..chunk.len()].copy_from_slice(chunk);
+            pad.as_ptr()
+        };
         // SAFETY: 64 readable bytes; SSE2 is part of the x86_64 baseline.
-        return unsafe { letter_leads_sse2(chunk.as_ptr()) };
+        unsafe { letter_leads_sse2(p) }
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    letter_leads_scalar(chunk)
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn letter_leads_scalar(chunk: &[u8]) -> u64 {
     let mut m = 0;
     for (i, &c) in chunk.iter().enumerate() {
         if matches!(c, 0xE5..=0xE9 | 0xEB..=0xEC) {
@@ -642,7 +684,8 @@ mod tests {
             assert_eq!(letter_leads(&[lead]), 1, "{u:#x}");
             assert_eq!(class(c), L, "{u:#x}");
         }
-        let bytes: Vec<u8> = (0..=255u8).cycle().skip(3).take(64 * 5).collect();
+        // Whole blocks and a last, partial one.
+        let bytes: Vec<u8> = (0..=255u8).cycle().skip(3).take(64 * 5 + 37).collect();
         for chunk in bytes.chunks(64) {
             let want = chunk
                 .iter()
@@ -659,7 +702,8 @@ mod tests {
         for c in 0u8..0x80 {
             assert_eq!(ascii_class(c), class(c as char), "byte {c:#04x}");
         }
-        let bytes: Vec<u8> = (0..=255u8).cycle().skip(7).take(64 * 5).collect();
+        // Whole blocks and a last, partial one.
+        let bytes: Vec<u8> = (0..=255u8).cycle().skip(7).take(64 * 5 + 37).collect();
         for chunk in bytes.chunks(64) {
             let mut want = (0u64, 0u64, 0u64, 0u64);
             for (i, &c) in chunk.iter().enumerate() {

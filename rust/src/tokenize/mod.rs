@@ -40,7 +40,7 @@ use serde_json::Value;
 
 /// Pieces whose cache lookups the ids-only path prefetches together (32 ran a few percent faster
 /// than 16 in alternating runs, once the hits went through `HotCache::hits`; 64 no faster).
-const PREFETCH_RUN: usize = 32;
+pub(crate) const PREFETCH_RUN: usize = 32;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TruncationStrategy {
@@ -312,8 +312,12 @@ impl Tokenizer {
 
     /// Added tokens cut out (raw ones, then normalized ones after normalization): the input as
     /// (added token id or None, piece) in order, empty pieces dropped as HF drops them.
-    fn splits(&self, text: &str, sources: &mut Sources<'_>) -> Vec<(Option<u32>, Piece)> {
-        let mut splits: Vec<(Option<u32>, Piece)> = Vec::new();
+    fn splits(
+        &self,
+        text: &str,
+        sources: &mut Sources<'_>,
+    ) -> smallvec::SmallVec<[(Option<u32>, Piece); 4]> {
+        let mut splits = smallvec::SmallVec::<[(Option<u32>, Piece); 4]>::new();
         for (id, (s, e)) in self.added.find(text, false) {
             if s == e {
                 continue;
@@ -441,10 +445,14 @@ impl Tokenizer {
         let mut sources = Sources::new(text);
         let splits = self.splits(text, &mut sources);
         // Room for one token per 3 bytes: a multilingual corpus averages 3.2 (CJK less), and
-        // growing the vector mid-text copied it (memmove was 4% of the profile).
-        let mut ids = Vec::with_capacity(text.len() / 3 + 8);
+        // growing the vector mid-text copied it (memmove was 4% of the profile). Plus the room
+        // `HotCache::hits` reserves past the end for a run's ids, or a short text's first run
+        // would grow it every call.
+        let mut ids =
+            Vec::with_capacity(text.len() / 3 + 8 + PREFETCH_RUN * piece_cache::HOT_TOKENS);
         ids.extend_from_slice(&head);
-        let mut tokens: Vec<(u32, u32)> = Vec::with_capacity(16);
+        // Scratch for the pieces past the small caches (none, in most short texts).
+        let mut tokens: Vec<(u32, u32)> = Vec::new();
         let fused = match (&self.normalizer, &self.pre_tokenizer, &self.model) {
             (None, Some(pt), Model::Bpe(bpe)) => pt.plain_known_split().map(|k| (k, bpe)),
             _ => None,
@@ -454,6 +462,10 @@ impl Tokenizer {
             // piece list, no pre-tokenizer or model dispatch per piece.
             bpe::with_scratch(|scratch| -> Result<(), TokenizeError> {
                 let mut failed = Ok(());
+                // Matches go through in runs: the run's hot-cache sets are prefetched first, so
+                // their memory latencies overlap (see `Bpe::prefetch`). The thread's buffer,
+                // so a call does not zero a fresh one (a short call's memset showed).
+                let mut run = scratch.run.take().unwrap_or_default();
                 for (id, piece) in splits {
                     if let Some(id) = id {
                         ids.push(id);
@@ -461,16 +473,14 @@ impl Tokenizer {
                     }
                     let text = sources.text(piece);
                     let bytes = text.as_bytes();
-                    // Matches go through in runs: the run's hot-cache sets are prefetched
-                    // first, so their memory latencies overlap (see `Bpe::prefetch`).
-                    let mut run = [bpe::Pending::default(); PREFETCH_RUN];
                     let mut n = 0;
                     known.for_each(text, |s, e| {
                         run[n] = bpe.pending(bytes, s, e, scratch);
                         n += 1;
                         if n == PREFETCH_RUN {
                             if failed.is_ok() {
-                                failed = bpe.ids_run(bytes, &run, &mut ids, &mut tokens, scratch);
+                                failed =
+                                    bpe.ids_run(bytes, &run[..], &mut ids, &mut tokens, scratch);
                             }
                             n = 0;
                         }
@@ -478,9 +488,12 @@ impl Tokenizer {
                     if failed.is_ok() {
                         failed = bpe.ids_run(bytes, &run[..n], &mut ids, &mut tokens, scratch);
                     }
-                    std::mem::replace(&mut failed, Ok(()))?;
+                    if failed.is_err() {
+                        break;
+                    }
                 }
-                Ok(())
+                scratch.run = Some(run);
+                failed
             })?;
         } else {
             bpe::with_scratch(|scratch| -> Result<(), TokenizeError> {
@@ -599,7 +612,8 @@ impl Tokenizer {
         // Byte-level BPE averages 3-4 bytes a token on text; a quarter of the length avoids most
         // regrowth of the seven vectors.
         let mut enc = Encoding::with_capacity(text.len() / 4 + 4);
-        let mut tokens: Vec<(u32, u32)> = Vec::with_capacity(16);
+        // Scratch for the pieces past the small caches (none, in most short texts).
+        let mut tokens: Vec<(u32, u32)> = Vec::new();
         let mut pieces: Vec<Piece> = Vec::with_capacity(text.len() / 4 + 1);
         let mut word_idx = 0u32;
         let conv = CharOffsets::new(text, offsets);
