@@ -205,6 +205,7 @@ impl<'a> Scanner<'a> {
             pad[..b.len()].copy_from_slice(b);
             (&pad[..], 0)
         };
+        let block: &[u8; 64] = block.try_into().expect("64 bytes");
         let (l, n, s, na) = ascii_masks(block);
         let (mut l, mut n, mut s, na) = (l >> shift, n >> shift, s >> shift, na >> shift);
         let valid = if end - base == 64 {
@@ -297,31 +298,20 @@ fn ascii_class(c: u8) -> u8 {
     }
 }
 
-/// Letter, digit, white-space and non-ASCII masks of up to 64 bytes (bit i: byte i). Non-ASCII
+/// Letter, digit, white-space and non-ASCII masks of a 64-byte block (bit i: byte i). Non-ASCII
 /// bytes are in none of the first three.
 #[allow(clippy::inline_always)] // per-piece helpers: measured slower when left to the inliner
 #[inline(always)]
-fn ascii_masks(chunk: &[u8]) -> (u64, u64, u64, u64) {
+fn ascii_masks(block: &[u8; 64]) -> (u64, u64, u64, u64) {
     #[cfg(target_arch = "x86_64")]
-    {
-        // A text's last block, zero-padded: a zero byte is in none of the four masks.
-        // (Every text ends with one; byte by byte it was most of a short call's split.)
-        let mut pad = [0u8; 64];
-        let p = if chunk.len() == 64 {
-            chunk.as_ptr()
-        } else {
-            pad[..chunk.len()].copy_from_slice(chunk);
-            pad.as_ptr()
-        };
-        // SAFETY: 64 readable bytes; SSE2 is part of the x86_64 baseline.
-        unsafe { ascii_masks_sse2(p) }
-    }
+    // SAFETY: 64 readable bytes; SSE2 is part of the x86_64 baseline.
+    return unsafe { ascii_masks_sse2(block.as_ptr()) };
     #[cfg(not(target_arch = "x86_64"))]
-    ascii_masks_scalar(chunk)
+    ascii_masks_scalar(block)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn ascii_masks_scalar(chunk: &[u8]) -> (u64, u64, u64, u64) {
+fn ascii_masks_scalar(chunk: &[u8; 64]) -> (u64, u64, u64, u64) {
     let (mut l, mut n, mut s, mut na) = (0u64, 0u64, 0u64, 0u64);
     for (i, &c) in chunk.iter().enumerate() {
         let bit = 1u64 << i;
@@ -373,29 +363,19 @@ unsafe fn ascii_masks_sse2(p: *const u8) -> (u64, u64, u64, u64) {
     }
 }
 
-/// Lead bytes E5-E9 and EB-EC in up to 64 bytes (see `LETTER_LEADS`).
+/// Lead bytes E5-E9 and EB-EC in a 64-byte block (see `LETTER_LEADS`).
 #[allow(clippy::inline_always)] // per-block helper, beside `ascii_masks`
 #[inline(always)]
-fn letter_leads(chunk: &[u8]) -> u64 {
+fn letter_leads(block: &[u8; 64]) -> u64 {
     #[cfg(target_arch = "x86_64")]
-    {
-        // Zero-padded as in `ascii_masks` (a zero byte is no lead byte).
-        let mut pad = [0u8; 64];
-        let p = if chunk.len() == 64 {
-            chunk.as_ptr()
-        } else {
-            pad[..chunk.len()].copy_from_slice(chunk);
-            pad.as_ptr()
-        };
-        // SAFETY: 64 readable bytes; SSE2 is part of the x86_64 baseline.
-        unsafe { letter_leads_sse2(p) }
-    }
+    // SAFETY: 64 readable bytes; SSE2 is part of the x86_64 baseline.
+    return unsafe { letter_leads_sse2(block.as_ptr()) };
     #[cfg(not(target_arch = "x86_64"))]
-    letter_leads_scalar(chunk)
+    letter_leads_scalar(block)
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-fn letter_leads_scalar(chunk: &[u8]) -> u64 {
+fn letter_leads_scalar(chunk: &[u8; 64]) -> u64 {
     let mut m = 0;
     for (i, &c) in chunk.iter().enumerate() {
         if matches!(c, 0xE5..=0xE9 | 0xEB..=0xEC) {
@@ -670,6 +650,14 @@ mod tests {
         }
     }
 
+    /// Up to 64 bytes, zero-padded to a block (as `Scanner::load` pads a short text: a zero
+    /// byte is in no mask).
+    fn padded(chunk: &[u8]) -> [u8; 64] {
+        let mut block = [0u8; 64];
+        block[..chunk.len()].copy_from_slice(chunk);
+        block
+    }
+
     /// The lead-byte letters agree with the class table wherever the fast path is on, and the
     /// SIMD mask with the scalar one.
     #[test]
@@ -681,10 +669,9 @@ mod tests {
             let c = char::from_u32(u).unwrap();
             let mut buf = [0u8; 4];
             let lead = c.encode_utf8(&mut buf).as_bytes()[0];
-            assert_eq!(letter_leads(&[lead]), 1, "{u:#x}");
+            assert_eq!(letter_leads(&padded(&[lead])), 1, "{u:#x}");
             assert_eq!(class(c), L, "{u:#x}");
         }
-        // Whole blocks and a last, partial one.
         let bytes: Vec<u8> = (0..=255u8).cycle().skip(3).take(64 * 5 + 37).collect();
         for chunk in bytes.chunks(64) {
             let want = chunk
@@ -692,7 +679,7 @@ mod tests {
                 .enumerate()
                 .filter(|(_, &c)| matches!(c, 0xE5..=0xE9 | 0xEB..=0xEC))
                 .fold(0u64, |m, (i, _)| m | 1 << i);
-            assert_eq!(letter_leads(chunk), want);
+            assert_eq!(letter_leads(&padded(chunk)), want);
         }
     }
 
@@ -702,7 +689,6 @@ mod tests {
         for c in 0u8..0x80 {
             assert_eq!(ascii_class(c), class(c as char), "byte {c:#04x}");
         }
-        // Whole blocks and a last, partial one.
         let bytes: Vec<u8> = (0..=255u8).cycle().skip(7).take(64 * 5 + 37).collect();
         for chunk in bytes.chunks(64) {
             let mut want = (0u64, 0u64, 0u64, 0u64);
@@ -716,7 +702,7 @@ mod tests {
                     _ => {}
                 }
             }
-            assert_eq!(ascii_masks(chunk), want);
+            assert_eq!(ascii_masks(&padded(chunk)), want);
         }
     }
 }
