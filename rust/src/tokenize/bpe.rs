@@ -397,6 +397,9 @@ impl Bpe {
         let (k0, k1) = bytesmap::split_at(text, start, end);
         let len = end - start;
         let cache = scratch.cache(self.model_id);
+        // One-byte pieces (a sixth of them) take the hot cache too, with no test of their own
+        // in front: pieces alternate between one byte and more at random, so that test was a
+        // branch often mispredicted (a little faster without it, in alternating runs).
         let set = if len <= 16 && self.plain() {
             let set = HotCache::set(k0, k1);
             cache.hot.prefetch_set(set);
@@ -440,20 +443,14 @@ impl Bpe {
         Ok(())
     }
 
-    /// Asks the CPU to start loading the small-cache set of a piece (`key` its `split`).
-    /// Lookups are memory-bound (profiles show them stalled on that load), and a piece's lookup
-    /// does not depend on the previous one's, so prefetching a run of pieces overlaps their
-    /// misses.
+    /// Asks the CPU to start loading the small-cache set of a piece (`pending`'s prefetch,
+    /// for the offsets path). Lookups are memory-bound (profiles show them stalled on that load),
+    /// and a piece's lookup does not depend on the previous one's, so prefetching a run of pieces
+    /// overlaps their misses.
     #[inline]
-    pub fn prefetch(&self, piece: &[u8], key: (u64, u64), scratch: &mut Scratch) {
-        let cache = scratch.cache(self.model_id);
-        // One-byte pieces (a sixth of them) take the hot cache too, with no test of their own
-        // in front: pieces alternate between one byte and more at random, so that test was a
-        // branch often mispredicted (a little faster without it, in alternating runs).
-        if (1..=16).contains(&piece.len()) {
-            cache.hot.prefetch(key.0, key.1);
-        } else if (17..=WIDE_LEN).contains(&piece.len()) {
-            cache.wide.prefetch(piece.len(), &wide_key(piece));
+    pub fn prefetch(&self, piece: &[u8], scratch: &mut Scratch) {
+        if !piece.is_empty() {
+            self.pending(piece, 0, piece.len(), scratch);
         }
     }
 

@@ -42,6 +42,9 @@ use serde_json::Value;
 /// than 16 in alternating runs, once the hits went through `HotCache::hits`; 64 no faster).
 pub(crate) const PREFETCH_RUN: usize = 32;
 
+/// A text cut at its added tokens: (added token id or None, piece), nearly always a few.
+type Splits = smallvec::SmallVec<[(Option<u32>, Piece); 4]>;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TruncationStrategy {
     LongestFirst,
@@ -312,12 +315,8 @@ impl Tokenizer {
 
     /// Added tokens cut out (raw ones, then normalized ones after normalization): the input as
     /// (added token id or None, piece) in order, empty pieces dropped as HF drops them.
-    fn splits(
-        &self,
-        text: &str,
-        sources: &mut Sources<'_>,
-    ) -> smallvec::SmallVec<[(Option<u32>, Piece); 4]> {
-        let mut splits = smallvec::SmallVec::<[(Option<u32>, Piece); 4]>::new();
+    fn splits(&self, text: &str, sources: &mut Sources<'_>) -> Splits {
+        let mut splits = Splits::new();
         for (id, (s, e)) in self.added.find(text, false) {
             if s == e {
                 continue;
@@ -387,7 +386,7 @@ impl Tokenizer {
         for q in pieces.iter().take(i + PREFETCH_RUN + 1).skip(first) {
             let bytes = sources.text(*q).as_bytes();
             if bytes.len() >= 2 {
-                bpe.prefetch(bytes, bytesmap::split(bytes), scratch);
+                bpe.prefetch(bytes, scratch);
             }
         }
     }

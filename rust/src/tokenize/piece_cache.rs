@@ -101,12 +101,6 @@ impl HotCache {
             & (HOT_SETS - 1)
     }
 
-    /// Asks the CPU to start loading the set of this key (see `Bpe::prefetch`).
-    #[inline]
-    pub(crate) fn prefetch(&self, k0: u64, k1: u64) {
-        self.prefetch_set(Self::set(k0, k1));
-    }
-
     /// Asks the CPU to start loading set `set`.
     #[inline]
     pub(crate) fn prefetch_set(&self, set: usize) {
@@ -431,7 +425,7 @@ mod tests {
         let key = |p: &[u8]| bytesmap::split(p);
         // No table until the first put; lookups before it miss.
         assert!(hot.sets.is_empty());
-        hot.prefetch(1, 2);
+        hot.prefetch_set(HotCache::set(1, 2));
         assert!(!hot.get(2, key(b"ab").0, 0, &mut vec![]));
         assert!(!hot.get_ids(2, key(b"ab").0, 0, &mut vec![]));
         let pieces: [&[u8]; 4] = [b"ab", b" hello", b"0123456789abcdef", b"xyz"];
