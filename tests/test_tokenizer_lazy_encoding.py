@@ -176,3 +176,29 @@ def test_a_large_batch_builds_its_ids_lists_up_front_with_exact_refcounts():
     assert sys.getrefcount(int_x) == before + uses
     del more
     assert sys.getrefcount(int_x) == before
+
+
+def test_ids_lists_hold_exact_references_to_the_shared_ints():
+    """`ids` fills its list with shared ints (stored in place where the list layout allows):
+    each list holds one reference per use of an int, small or not, and gives them all back."""
+    import gc
+    import sys
+
+    js = data.cl100k_tokenizer_json()
+    hf = tokenizers.Tokenizer.from_str(js)
+    tok = Tokenizer.from_str(js)
+    text = data.corpus_documents(200_000)[7] + " the the the , , ,"
+    want = hf.encode(text, add_special_tokens=False).ids
+    enc = tok.encode(text, add_special_tokens=False)
+    assert enc.ids == want
+    # The ints themselves, as `ids` shares them (hf's are ints of their own).
+    big = next(x for x in enc.ids if x > 1000)
+    small = next(x for x in enc.ids if x <= 256)
+    gc.collect()
+    before = sys.getrefcount(big), sys.getrefcount(small)
+    lists = [enc.ids for _ in range(5)]
+    assert all(ids == want for ids in lists)
+    assert sys.getrefcount(big) == before[0] + 5 * want.count(big)
+    del lists
+    gc.collect()
+    assert (sys.getrefcount(big), sys.getrefcount(small)) == before

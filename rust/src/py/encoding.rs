@@ -8,13 +8,13 @@
 //! tokenizer snapshot and options, and keeps the result, so every attribute equals what an eager
 //! encode gives. For a batch, that first access encodes the whole batch in full, in parallel, so
 //! a caller reading every encoding's offsets pays one parallel pass, not one serial pass each.
+use super::ints::IntCache;
 use super::text::PyText;
 use super::threads;
 use crate::tokenize::{EncodeOptions, Encoding, Input, Offsets, Tokenizer, Truncation};
 use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyString};
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 /// The options of the call that made a lazy encoding, to build it in full on demand.
@@ -98,151 +98,6 @@ pub struct PyEncoding {
     /// The `ids` list, built with the rest of its batch (`IntCache::lists`): handed out by the
     /// first read of `ids`, so every read still gets a list of its own.
     ids_list: Mutex<Option<Py<PyList>>>,
-}
-
-/// Python ints for token ids, made once per id and shared: building `Encoding.ids` is then an
-/// incref per token instead of an allocation (the list conversion was most of a short call).
-///
-/// A slot is a bare pointer (8 bytes; the ints themselves are owned by `owned`): the slot table
-/// is read once per token at random, and profiles of `.ids` showed two thirds of its own time
-/// waiting on that read when slots were 16-byte `OnceLock`s. Half the size keeps twice as many
-/// of the (frequent, low) ids in L2.
-pub struct IntCache {
-    slots: Box<[AtomicPtr<pyo3::ffi::PyObject>]>,
-    /// The ints the slots point at, kept alive here (and released with the GIL's rules when the
-    /// cache is dropped). Appended only when an id is first seen.
-    owned: Mutex<Vec<Py<PyAny>>>,
-}
-
-impl IntCache {
-    pub fn new(n: usize) -> Self {
-        Self {
-            slots: (0..n)
-                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
-                .collect(),
-            owned: Mutex::new(Vec::new()),
-        }
-    }
-
-    /// A new reference to the int `id`.
-    #[inline]
-    fn get(&self, py: Python<'_>, id: u32) -> *mut pyo3::ffi::PyObject {
-        if id as usize >= self.slots.len() {
-            return id.into_pyobject(py).expect("int").into_ptr();
-        }
-        let p = self.borrowed(py, id);
-        // SAFETY: `p` points at an int that `owned` keeps alive for as long as `self`; the GIL
-        // is held (`py`).
-        unsafe { pyo3::ffi::Py_IncRef(p) };
-        p
-    }
-
-    /// The int of `id` (< the slot count), made if it is not yet: a borrowed pointer, alive
-    /// as long as `self`.
-    #[inline]
-    fn borrowed(&self, py: Python<'_>, id: u32) -> *mut pyo3::ffi::PyObject {
-        let slot = &self.slots[id as usize];
-        let p = slot.load(Ordering::Acquire);
-        if p.is_null() {
-            return self.make(py, slot, id);
-        }
-        p
-    }
-
-    /// Lists of the ids of many rows at once (a batch's `ids`). Token by token, `list` costs
-    /// an incref of an int at random in memory (a cache miss for most of a large batch's
-    /// ids); here each int is incref'd as many times as the batch uses it, one int after the
-    /// other, and the lists are filled with no refcount to touch: 2x faster on the test
-    /// corpus. Only the stable C API: the refs are counted with `Py_IncRef` and handed over
-    /// with `PyList_SetItem`.
-    pub fn lists(&self, py: Python<'_>, rows: &[&[u32]]) -> PyResult<Vec<Py<PyList>>> {
-        let mut lists = Vec::with_capacity(rows.len());
-        for row in rows {
-            let n = pyo3::ffi::Py_ssize_t::try_from(row.len()).expect("length fits");
-            // SAFETY: a new list of `n` NULL slots, or NULL with an exception set. Dropping
-            // it with slots still NULL (an error below) is allowed.
-            let list = unsafe { pyo3::ffi::PyList_New(n) };
-            if list.is_null() {
-                return Err(PyErr::fetch(py));
-            }
-            // SAFETY: `list` is a new reference to a list.
-            lists.push(unsafe { Bound::from_owned_ptr(py, list).cast_into_unchecked::<PyList>() });
-        }
-        // Every use of a cached int, counted; ids past the cache get an int of their own below.
-        let mut uses = vec![0u32; self.slots.len()];
-        for &id in rows.iter().copied().flatten() {
-            if let Some(u) = uses.get_mut(id as usize) {
-                *u += 1;
-            }
-        }
-        for (id, &n) in uses.iter().enumerate() {
-            if n > 0 {
-                let p = self.borrowed(py, id as u32);
-                for _ in 0..n {
-                    // SAFETY: a live int (see `borrowed`); the GIL is held.
-                    unsafe { pyo3::ffi::Py_IncRef(p) };
-                }
-            }
-        }
-        for (list, row) in lists.iter().zip(rows) {
-            for (i, &id) in row.iter().enumerate() {
-                let p = if (id as usize) < self.slots.len() {
-                    // One of the references counted above (the int exists: `borrowed` made it).
-                    self.slots[id as usize].load(Ordering::Relaxed)
-                } else {
-                    id.into_pyobject(py).expect("int").into_ptr()
-                };
-                // SAFETY: an in-range slot of a list no one else has seen yet, holding NULL;
-                // `p` is a reference the list takes over.
-                unsafe {
-                    pyo3::ffi::PyList_SetItem(list.as_ptr(), i as pyo3::ffi::Py_ssize_t, p);
-                }
-            }
-        }
-        Ok(lists.into_iter().map(Bound::unbind).collect())
-    }
-
-    #[cold]
-    fn make(
-        &self,
-        py: Python<'_>,
-        slot: &AtomicPtr<pyo3::ffi::PyObject>,
-        id: u32,
-    ) -> *mut pyo3::ffi::PyObject {
-        let mut owned = self.owned.lock().unwrap_or_else(PoisonError::into_inner);
-        // Another thread may have made it meanwhile (without a GIL, or before this one took
-        // the lock).
-        let mut p = slot.load(Ordering::Acquire);
-        if p.is_null() {
-            let int = id.into_pyobject(py).expect("int").into_any().unbind();
-            p = int.as_ptr();
-            owned.push(int);
-            slot.store(p, Ordering::Release);
-        }
-        p
-    }
-
-    fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        let n = pyo3::ffi::Py_ssize_t::try_from(ids.len()).expect("length fits");
-        // SAFETY: PyList_New returns a new list of `n` NULL slots (or NULL with an exception
-        // set); every slot is then filled exactly once with a new reference, which
-        // PyList_SetItem steals, before the list is handed to Python.
-        unsafe {
-            let list = pyo3::ffi::PyList_New(n);
-            if list.is_null() {
-                return Err(PyErr::fetch(py));
-            }
-            let list = Bound::from_owned_ptr(py, list).cast_into_unchecked::<PyList>();
-            for (i, &id) in ids.iter().enumerate() {
-                pyo3::ffi::PyList_SetItem(
-                    list.as_ptr(),
-                    i as pyo3::ffi::Py_ssize_t,
-                    self.get(py, id),
-                );
-            }
-            Ok(list)
-        }
-    }
 }
 
 impl PyEncoding {

@@ -7,6 +7,7 @@ mod encoding;
 mod errors;
 mod image;
 mod info;
+mod ints;
 mod kernels;
 mod pool;
 mod text;

@@ -1,6 +1,7 @@
 //! `fastprep._core.Tokenizer` and `Encoding`. The Python facade (`fastprep/tokenizer.py`) adds
 //! loading from disk and the HF cache, `AddedToken`, argument checks and docs.
-use super::encoding::{Body, IntCache, Lazy, LazyBatch, PyEncoding, Settings};
+use super::encoding::{Body, Lazy, LazyBatch, PyEncoding, Settings};
+use super::ints::IntCache;
 use super::text::PyText;
 use super::threads;
 use crate::tokenize::added::AddedToken;

@@ -1,0 +1,249 @@
+//! Python ints for token ids, and the `ids` lists built from them.
+//!
+//! Building `Encoding.ids` was most of a short call, and with the core's speed it became 40% of
+//! a batch: one int per token. The ints are made once per id and shared, so a list costs one
+//! refcount bump and one store per token. Through the stable C API that is two calls per token
+//! (`Py_IncRef`, `PyList_SetItem`: 14% of a `.ids` profile, on top of the stores); where the
+//! interpreter lays a list out as CPython does (checked once against a real list, see
+//! `ListLayout`), the list is filled by storing into its item array and bumping the refcounts in
+//! place, which is what `Py_INCREF` compiles to for a C extension of the 3.11 limited API (the
+//! refcount is the first member of `PyObject` in the stable ABI; CPython 3.12+ keep such
+//! extensions working). Ids below 257 are CPython's shared small ints, immortal from 3.12, whose
+//! refcount only the interpreter may touch: they go through `Py_IncRef`.
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyList;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Mutex, PoisonError};
+
+/// Ids at or below this are CPython's small ints (shared, immortal from 3.12).
+const SMALL_INT_MAX: u32 = 256;
+
+/// Where a list keeps its item array: `PyObject_VAR_HEAD` (refcount, type, size) and then the
+/// `PyObject **ob_item` pointer, as every CPython from 3.0 has it. Not part of the limited API,
+/// so it is read off a real list once per process before it is trusted.
+#[derive(Clone, Copy)]
+struct ListLayout {
+    /// The item pointer's place in the object, in pointer-sized words.
+    items_word: usize,
+}
+
+impl ListLayout {
+    /// The layout, if a list made here has its items where CPython keeps them.
+    fn get(py: Python<'_>) -> Option<Self> {
+        static LAYOUT: PyOnceLock<Option<ListLayout>> = PyOnceLock::new();
+        *LAYOUT.get_or_init(py, || {
+            let items_word = 3;
+            // SAFETY: C-API calls with the GIL held on objects made here; the read at `items_word`
+            // stays inside the list object (a `PyVarObject` plus the item pointer, on every
+            // CPython), and the pointer read is only followed once it is non-NULL.
+            unsafe {
+                let probe = ffi::PyLong_FromLong(123_456_789);
+                let list = ffi::PyList_New(2);
+                if probe.is_null() || list.is_null() {
+                    ffi::PyErr_Clear();
+                    ffi::Py_XDECREF(probe);
+                    ffi::Py_XDECREF(list);
+                    return None;
+                }
+                ffi::Py_IncRef(probe);
+                ffi::PyList_SetItem(list, 1, probe);
+                let items = *list.cast::<*const *mut ffi::PyObject>().add(items_word);
+                let ok = !items.is_null() && (*items).is_null() && *items.add(1) == probe;
+                ffi::Py_DecRef(list);
+                ffi::Py_DecRef(probe);
+                ok.then_some(ListLayout { items_word })
+            }
+        })
+    }
+
+    /// The item array of `list`, a list of this layout.
+    ///
+    /// # Safety
+    /// `list` is a live list object, and `self` came from `get`.
+    unsafe fn items(self, list: *mut ffi::PyObject) -> *mut *mut ffi::PyObject {
+        // SAFETY: the caller's contract: a live list, whose item pointer is at `items_word`.
+        unsafe { *list.cast::<*mut *mut ffi::PyObject>().add(self.items_word) }
+    }
+}
+
+/// Adds `n` references to the int `p` of the id `id`.
+///
+/// # Safety
+/// The GIL is held, `p` is a live int, and `id` is its value.
+#[inline]
+unsafe fn add_refs(p: *mut ffi::PyObject, id: u32, n: usize) {
+    // SAFETY: the caller's contract. Past the small ints, the refcount in place (see the
+    // module doc): such an int is an ordinary object, and the GIL is held.
+    unsafe {
+        if id > SMALL_INT_MAX {
+            *p.cast::<ffi::Py_ssize_t>() += n as ffi::Py_ssize_t;
+        } else {
+            for _ in 0..n {
+                ffi::Py_IncRef(p);
+            }
+        }
+    }
+}
+
+/// A new list of `n` NULL slots.
+fn new_list(py: Python<'_>, n: usize) -> PyResult<Bound<'_, PyList>> {
+    let n = ffi::Py_ssize_t::try_from(n).expect("length fits");
+    // SAFETY: a new list of `n` NULL slots, or NULL with an exception set. A list dropped with
+    // slots still NULL (an error part way) is allowed.
+    unsafe {
+        let list = ffi::PyList_New(n);
+        if list.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(Bound::from_owned_ptr(py, list).cast_into_unchecked::<PyList>())
+    }
+}
+
+/// Python ints for token ids, made once per id and shared.
+///
+/// A slot is a bare pointer (8 bytes; the ints themselves are owned by `owned`): the slot table
+/// is read once per token at random, and profiles of `.ids` showed two thirds of its own time
+/// waiting on that read when slots were 16-byte `OnceLock`s. Half the size keeps twice as many
+/// of the (frequent, low) ids in L2.
+pub struct IntCache {
+    slots: Box<[AtomicPtr<ffi::PyObject>]>,
+    /// The ints the slots point at, kept alive here (and released with the GIL's rules when the
+    /// cache is dropped). Appended only when an id is first seen.
+    owned: Mutex<Vec<Py<PyAny>>>,
+}
+
+impl IntCache {
+    pub fn new(n: usize) -> Self {
+        Self {
+            slots: (0..n)
+                .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+                .collect(),
+            owned: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// A new reference to the int `id`.
+    #[inline]
+    pub fn get(&self, py: Python<'_>, id: u32) -> *mut ffi::PyObject {
+        if id as usize >= self.slots.len() {
+            return id.into_pyobject(py).expect("int").into_ptr();
+        }
+        let p = self.borrowed(py, id);
+        // SAFETY: `p` points at an int that `owned` keeps alive for as long as `self`; the GIL
+        // is held (`py`).
+        unsafe { ffi::Py_IncRef(p) };
+        p
+    }
+
+    /// The int of `id` (< the slot count), made if it is not yet: a borrowed pointer, alive
+    /// as long as `self`.
+    #[inline]
+    fn borrowed(&self, py: Python<'_>, id: u32) -> *mut ffi::PyObject {
+        let slot = &self.slots[id as usize];
+        let p = slot.load(Ordering::Acquire);
+        if p.is_null() {
+            return self.make(py, slot, id);
+        }
+        p
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn make(&self, py: Python<'_>, slot: &AtomicPtr<ffi::PyObject>, id: u32) -> *mut ffi::PyObject {
+        let mut owned = self.owned.lock().unwrap_or_else(PoisonError::into_inner);
+        // Another thread may have made it meanwhile (without a GIL, or before this one took
+        // the lock).
+        let mut p = slot.load(Ordering::Acquire);
+        if p.is_null() {
+            let int = id.into_pyobject(py).expect("int").into_any().unbind();
+            p = int.as_ptr();
+            owned.push(int);
+            slot.store(p, Ordering::Release);
+        }
+        p
+    }
+
+    /// The list of `ids`.
+    pub fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        let list = new_list(py, ids.len())?;
+        if let Some(layout) = ListLayout::get(py) {
+            // SAFETY: a list no one else has seen, of `ids.len()` NULL slots, each written once
+            // with a new reference (`add_refs` on an int `borrowed` keeps alive, or a new int).
+            unsafe {
+                let items = layout.items(list.as_ptr());
+                for (i, &id) in ids.iter().enumerate() {
+                    *items.add(i) = if (id as usize) < self.slots.len() {
+                        let p = self.borrowed(py, id);
+                        add_refs(p, id, 1);
+                        p
+                    } else {
+                        id.into_pyobject(py).expect("int").into_ptr()
+                    };
+                }
+            }
+        } else {
+            for (i, &id) in ids.iter().enumerate() {
+                // SAFETY: an in-range NULL slot of a new list; `get` gives the reference
+                // that PyList_SetItem takes over.
+                unsafe {
+                    ffi::PyList_SetItem(list.as_ptr(), i as ffi::Py_ssize_t, self.get(py, id));
+                }
+            }
+        }
+        Ok(list)
+    }
+
+    /// Lists of the ids of many rows at once (a batch's `ids`). Token by token, `list` touches
+    /// the refcount of an int at random in memory (a cache miss for most of a large batch's
+    /// ids); here each int gets all the references the batch takes of it at once, one int after
+    /// the other, and the lists are then filled with no refcount to touch (2x faster on the
+    /// test corpus through the C API, when that was one `Py_IncRef` call per use).
+    pub fn lists(&self, py: Python<'_>, rows: &[&[u32]]) -> PyResult<Vec<Py<PyList>>> {
+        let lists = rows
+            .iter()
+            .map(|row| new_list(py, row.len()))
+            .collect::<PyResult<Vec<_>>>()?;
+        // Every use of a cached int, counted; ids past the cache get an int of their own below.
+        let mut uses = vec![0u32; self.slots.len()];
+        for &id in rows.iter().copied().flatten() {
+            if let Some(u) = uses.get_mut(id as usize) {
+                *u += 1;
+            }
+        }
+        for (id, &n) in uses.iter().enumerate() {
+            if n > 0 {
+                let p = self.borrowed(py, id as u32);
+                // SAFETY: a live int (see `borrowed`) of value `id`; the GIL is held.
+                unsafe { add_refs(p, id as u32, n as usize) };
+            }
+        }
+        let layout = ListLayout::get(py);
+        for (list, row) in lists.iter().zip(rows) {
+            let items = layout.map(|l| {
+                // SAFETY: `list` is a live list of this layout.
+                unsafe { l.items(list.as_ptr()) }
+            });
+            for (i, &id) in row.iter().enumerate() {
+                let p = if (id as usize) < self.slots.len() {
+                    // One of the references counted above (the int exists: `borrowed` made it).
+                    self.slots[id as usize].load(Ordering::Relaxed)
+                } else {
+                    id.into_pyobject(py).expect("int").into_ptr()
+                };
+                // SAFETY: an in-range NULL slot of a list no one else has seen yet; `p` is a
+                // reference the list takes over.
+                unsafe {
+                    match items {
+                        Some(items) => *items.add(i) = p,
+                        None => {
+                            ffi::PyList_SetItem(list.as_ptr(), i as ffi::Py_ssize_t, p);
+                        }
+                    }
+                }
+            }
+        }
+        Ok(lists.into_iter().map(Bound::unbind).collect())
+    }
+}
