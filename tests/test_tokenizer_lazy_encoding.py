@@ -202,3 +202,25 @@ def test_ids_lists_hold_exact_references_to_the_shared_ints():
     del lists
     gc.collect()
     assert (sys.getrefcount(big), sys.getrefcount(small)) == before
+
+
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_a_large_batch_with_ids_past_the_shared_ints_gets_ints_of_their_own(num_threads):
+    """Ids added after load, past the shared ints (vocabulary + 1024), still come out right in a
+    batch large enough to build its lists up front, on one thread or several."""
+    import sys
+
+    js = data.cl100k_tokenizer_json()
+    hf = tokenizers.Tokenizer.from_str(js)
+    tok = Tokenizer.from_str(js)
+    extra = [f"<extra_{i}>" for i in range(1500)]
+    assert hf.add_tokens(extra) == tok.add_tokens(extra) == 1500
+    texts = [f"{data.corpus_documents(200_000)[i % 50]} <extra_{1400 + i % 100}>" for i in range(120)]
+    want = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+    assert sum(map(len, want)) > 1 << 15 and max(map(max, want)) >= tok.get_vocab_size() - 100
+    got = [e.ids for e in tok.encode_batch(texts, add_special_tokens=False, num_threads=num_threads)]
+    assert got == want
+    shared = next(x for x in got[0] if 1000 < x < 100_000)
+    before = sys.getrefcount(shared)
+    del got
+    assert sys.getrefcount(shared) == before - sum(row.count(shared) for row in want)

@@ -337,7 +337,11 @@ impl PyTokenizer {
             let total: usize = ids.iter().map(|r| r.0.len()).sum();
             let mut lists = if total >= PREBUILT_LISTS_MIN {
                 let rows: Vec<&[u32]> = ids.iter().map(|r| &r.0[..]).collect();
-                self.ints.lists(py, &rows)?.into_iter().map(Some).collect()
+                self.ints
+                    .lists(py, &rows, n)?
+                    .into_iter()
+                    .map(Some)
+                    .collect()
             } else {
                 Vec::new()
             }
