@@ -209,3 +209,28 @@ def test_pathological_input_is_linear(benchmark, cl100k_json, unit):
         ratio = statistics.median(best(big) / best(small) for _ in range(3))
         benchmark.extra_info["10x_input_time_ratio"] = round(ratio, 1)
         assert ratio < 25, f"10x the input took {ratio:.1f}x the time: not linear"
+
+
+@pytest.mark.parametrize("impl", ["fastprep", "fastprep, one thread", "fastokens", "tiktoken", "tokenizers"])
+def test_long_text_latency(benchmark, cl100k_json, docs, impl, monkeypatch):
+    """One ~1 MB text (a long prompt): fastprep cuts it into parts on the pool from 64 KB
+    (fastokens does too); "one thread" pins fastprep's pool to the calling thread."""
+    import random
+
+    text = "".join(random.Random(3).sample(docs, len(docs)))[:1_000_000]
+    if impl == "fastprep, one thread":
+        monkeypatch.setenv("FASTPREP_NUM_THREADS", "1")
+    name = impl.split(",")[0]
+    peers = _peers(cl100k_json)
+    encode = peers[name][0] if name in peers else _optional_peer(name, cl100k_json)[0]
+    want = tokenizers.Tokenizer.from_str(cl100k_json).encode(text, add_special_tokens=False).ids
+    assert list(encode(text)) == want
+    benchmark.group = "cl100k one 1 MB text"
+    benchmark.pedantic(
+        encode,
+        args=(text,),
+        rounds=1 if benchmark.disabled else 5,
+        iterations=1,
+        warmup_rounds=0 if benchmark.disabled else 1,
+    )
+    _record(benchmark, len(text.encode()))

@@ -89,3 +89,27 @@ def test_alternating_thread_counts_reuse_pools(tok):
         for n in (2, 3):
             tok.encode_batch(texts, num_threads=n)
     assert len(os.listdir("/proc/self/task")) == before, "a call started threads instead of reusing its pool"
+
+
+def _long_child(q, text):  # runs in the forked child
+    q.put(len(_FORK_TOK[0].encode(text, add_special_tokens=False).ids))
+
+
+@pytest.mark.timeout(120)
+def test_fork_after_a_long_text_on_the_pool_does_not_hang(monkeypatch):
+    """A text of 64 KB or more is encoded on the pool: a child forked after that builds its own."""
+    tok = Tokenizer.from_str(data.cl100k_tokenizer_json())
+    monkeypatch.setenv("FASTPREP_NUM_THREADS", "2")
+    text = "a long prompt, cut into parts\n" * 4000
+    n = len(tok.encode(text, add_special_tokens=False).ids)  # the pool's threads now exist
+    _FORK_TOK[:] = [tok]
+    ctx = mp.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_long_child, args=(q, text))
+    p.start()
+    p.join(timeout=60)
+    if p.is_alive():
+        p.kill()
+        pytest.fail("the forked child hung encoding a long text")
+    assert p.exitcode == 0
+    assert q.get(timeout=5) == n

@@ -2,7 +2,8 @@
 
 Same ids, tokens, offsets, masks, padding, truncation and decode as HF tokenizers, computed by
 fastprep's Rust core with the GIL released; batches run in parallel on fastprep's thread pool
-(``num_threads`` or ``FASTPREP_NUM_THREADS``).
+(``num_threads`` or ``FASTPREP_NUM_THREADS``), and so does one long text (64 KB or more, with a
+byte-level BPE on the GPT-2 or cl100k split pattern), cut into parts where a piece ends anyway.
 
 >>> tok = Tokenizer.from_file("tokenizer.json")        # doctest: +SKIP
 >>> enc = tok.encode("Hello world")                     # doctest: +SKIP
@@ -153,7 +154,9 @@ class Tokenizer:
 
         A single text without padding computes its ids first and the rest of the Encoding
         (offsets, tokens, words...) on first access, with identical results; ``lazy=False``
-        builds everything up front, for callers that read every attribute.
+        builds everything up front, for callers that read every attribute. A text of 64 KB or
+        more (byte-level BPE on the GPT-2 or cl100k pattern) is encoded on the thread pool
+        (``FASTPREP_NUM_THREADS``, else every core), in parts cut where a piece ends anyway.
         """
         return self._core.encode(sequence, pair, is_pretokenized, add_special_tokens, lazy=lazy)
 

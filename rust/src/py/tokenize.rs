@@ -7,7 +7,7 @@ use super::threads;
 use crate::tokenize::added::AddedToken;
 use crate::tokenize::{
     Direction, EncodeOptions, Input, Offsets, Padding, PaddingStrategy, Tokenizer, Truncation,
-    TruncationStrategy,
+    TruncationStrategy, PARALLEL_TEXT_MIN,
 };
 use crate::TokenizeError;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -237,8 +237,22 @@ impl PyTokenizer {
         if let (true, false, None, None) = (lazy, is_pretokenized, pair, &padding) {
             if let Ok(s) = sequence.cast::<PyString>() {
                 if let Ok(text) = s.to_str() {
+                    // A long text is cut into parts encoded on the pool (see
+                    // `tokenize::long_text`); a short one stays on this thread.
+                    let threads_n = if text.len() >= PARALLEL_TEXT_MIN {
+                        threads::resolve(None)
+                    } else {
+                        1
+                    };
                     let ids = py.detach(|| {
-                        tok.encode_ids(text, add_special_tokens, truncation.as_deref())
+                        let t = truncation.as_deref();
+                        if threads_n > 1 {
+                            threads::run(threads_n, || {
+                                tok.encode_ids_parallel(text, add_special_tokens, t)
+                            })
+                        } else {
+                            tok.encode_ids(text, add_special_tokens, t)
+                        }
                     })?;
                     if let Some(ids) = ids {
                         let settings = Settings {

@@ -13,6 +13,7 @@ pub mod decode;
 pub mod encoding;
 pub mod fastsplit;
 mod huge_table;
+mod long_text;
 pub mod model;
 pub mod normalize;
 pub mod pattern;
@@ -32,6 +33,7 @@ use crate::error::TokenizeError;
 use added::AddedVocab;
 use decode::Decoder;
 pub use encoding::{Direction, Encoding};
+pub use long_text::PARALLEL_TEXT_MIN;
 use model::Model;
 use normalize::{Normalizer, Outcome};
 use postprocess::PostProcessor;
@@ -428,6 +430,15 @@ impl Tokenizer {
             .tokenize(sources.text(p), self.byte_level, tokens, scratch)
     }
 
+    /// The known split and byte-level BPE of a tokenizer that the fused ids-only loop runs
+    /// (no normalizer, a plain known split, BPE), if it is one.
+    fn fused(&self) -> Option<(fastsplit::Known, &bpe::Bpe)> {
+        match (&self.normalizer, &self.pre_tokenizer, &self.model) {
+            (None, Some(pt), Model::Bpe(bpe)) => pt.plain_known_split().map(|k| (k, bpe)),
+            _ => None,
+        }
+    }
+
     /// Ids alone of one text, post-processed and truncated like `encode` does it, without
     /// building an `Encoding` (no offsets, words or token strings: a fraction of the memory).
     /// `None` when the post-processor is one this lean path does not know (callers then use
@@ -452,48 +463,11 @@ impl Tokenizer {
         ids.extend_from_slice(&head);
         // Scratch for the pieces past the small caches (none, in most short texts).
         let mut tokens: Vec<(u32, u32)> = Vec::new();
-        let fused = match (&self.normalizer, &self.pre_tokenizer, &self.model) {
-            (None, Some(pt), Model::Bpe(bpe)) => pt.plain_known_split().map(|k| (k, bpe)),
-            _ => None,
-        };
-        if let Some((known, bpe)) = fused {
-            // One scan per text: each match is tokenized as the splitter finds it, with no
-            // piece list, no pre-tokenizer or model dispatch per piece.
-            bpe::with_scratch(|scratch| -> Result<(), TokenizeError> {
-                let mut failed = Ok(());
-                // Matches go through in runs: the run's hot-cache sets are prefetched first, so
-                // their memory latencies overlap (see `Bpe::prefetch`). The thread's buffer,
-                // so a call does not zero a fresh one (a short call's memset showed).
-                let mut run = scratch.run.take().unwrap_or_default();
-                for (id, piece) in splits {
-                    if let Some(id) = id {
-                        ids.push(id);
-                        continue;
-                    }
-                    let text = sources.text(piece);
-                    let bytes = text.as_bytes();
-                    let mut n = 0;
-                    known.for_each(text, |s, e| {
-                        run[n] = bpe.pending(bytes, s, e, scratch);
-                        n += 1;
-                        if n == PREFETCH_RUN {
-                            if failed.is_ok() {
-                                failed =
-                                    bpe.ids_run(bytes, &run[..], &mut ids, &mut tokens, scratch);
-                            }
-                            n = 0;
-                        }
-                    });
-                    if failed.is_ok() {
-                        failed = bpe.ids_run(bytes, &run[..n], &mut ids, &mut tokens, scratch);
-                    }
-                    if failed.is_err() {
-                        break;
-                    }
-                }
-                scratch.run = Some(run);
-                failed
-            })?;
+        if let Some((known, bpe)) = self.fused() {
+            let units = splits
+                .into_iter()
+                .map(|(id, piece)| (id, sources.text(piece)));
+            fused_ids(known, bpe, units, &mut ids, &mut tokens)?;
         } else {
             bpe::with_scratch(|scratch| -> Result<(), TokenizeError> {
                 // The thread's piece buffer, so long texts do not allocate (and fault in) a new one
@@ -522,27 +496,7 @@ impl Tokenizer {
                 result
             })?;
         }
-        let body = head.len()..ids.len();
-        if let Some(t) = truncation {
-            let n_added = head.len() + tail.len();
-            let keep = t.max_length.wrapping_sub(n_added);
-            if body.len() > keep {
-                if keep > 0 && t.stride >= keep {
-                    return Err(TokenizeError::Encode(format!(
-                        "truncation stride ({}) must be smaller than the length a sequence is cut to ({keep})",
-                        t.stride
-                    )));
-                }
-                match t.direction {
-                    Direction::Right => ids.truncate(head.len() + keep),
-                    Direction::Left => {
-                        ids.drain(head.len()..body.end - keep);
-                    }
-                }
-            }
-        }
-        ids.extend_from_slice(&tail);
-        Ok(Some(ids))
+        finish_ids(ids, head.len(), &tail, truncation).map(Some)
     }
 
     /// The special ids the post-processor puts before and after a single sequence, if it is one
@@ -803,6 +757,82 @@ impl<'a> CharOffsets<'a> {
         }
         (self.char_index(s), self.char_index(e))
     }
+}
+
+/// The ids of text units (an added token's id, or text to split and tokenize) through the fused
+/// loop: one scan per text, each match tokenized as the splitter finds it, with no piece list
+/// and no pre-tokenizer or model dispatch per piece. `tokens` is scratch space.
+fn fused_ids<'t>(
+    known: fastsplit::Known,
+    bpe: &bpe::Bpe,
+    units: impl Iterator<Item = (Option<u32>, &'t str)>,
+    ids: &mut Vec<u32>,
+    tokens: &mut Vec<(u32, u32)>,
+) -> Result<(), TokenizeError> {
+    bpe::with_scratch(|scratch| -> Result<(), TokenizeError> {
+        let mut failed = Ok(());
+        // Matches go through in runs: the run's hot-cache sets are prefetched first, so their
+        // memory latencies overlap (see `Bpe::prefetch`). The thread's buffer, so a call does
+        // not zero a fresh one (a short call's memset showed).
+        let mut run = scratch.run.take().unwrap_or_default();
+        for (id, text) in units {
+            if let Some(id) = id {
+                ids.push(id);
+                continue;
+            }
+            let bytes = text.as_bytes();
+            let mut n = 0;
+            known.for_each(text, |s, e| {
+                run[n] = bpe.pending(bytes, s, e, scratch);
+                n += 1;
+                if n == PREFETCH_RUN {
+                    if failed.is_ok() {
+                        failed = bpe.ids_run(bytes, &run[..], ids, tokens, scratch);
+                    }
+                    n = 0;
+                }
+            });
+            if failed.is_ok() {
+                failed = bpe.ids_run(bytes, &run[..n], ids, tokens, scratch);
+            }
+            if failed.is_err() {
+                break;
+            }
+        }
+        scratch.run = Some(run);
+        failed
+    })
+}
+
+/// `encode_ids`' last step: the body (`ids` past the `head` special ids) truncated, then the
+/// `tail` special ids.
+fn finish_ids(
+    mut ids: Vec<u32>,
+    head: usize,
+    tail: &[u32],
+    truncation: Option<&Truncation>,
+) -> Result<Vec<u32>, TokenizeError> {
+    let body = head..ids.len();
+    if let Some(t) = truncation {
+        let n_added = head + tail.len();
+        let keep = t.max_length.wrapping_sub(n_added);
+        if body.len() > keep {
+            if keep > 0 && t.stride >= keep {
+                return Err(TokenizeError::Encode(format!(
+                    "truncation stride ({}) must be smaller than the length a sequence is cut to ({keep})",
+                    t.stride
+                )));
+            }
+            match t.direction {
+                Direction::Right => ids.truncate(head + keep),
+                Direction::Left => {
+                    ids.drain(head..body.end - keep);
+                }
+            }
+        }
+    }
+    ids.extend_from_slice(tail);
+    Ok(ids)
 }
 
 fn truncate_encodings(
