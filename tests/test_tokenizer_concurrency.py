@@ -66,17 +66,23 @@ _FORK_TOK: list[Tokenizer] = []
 @pytest.mark.timeout(120)
 def test_fork_after_parallel_batch_does_not_hang(tok):
     tok.encode_batch(["warm the pool"] * 64, num_threads=2)  # the pool's threads now exist
+    assert _in_forked_child(tok, _child, (), "encode_batch") == [len(tok.encode("fork safety").ids)] * 64
+
+
+def _in_forked_child(tok, target, args, what):
+    """What `target(queue, *args)` puts in the queue, run in a child forked now (with `tok` in
+    `_FORK_TOK`); fails the test if the child hangs or dies."""
     _FORK_TOK[:] = [tok]
     ctx = mp.get_context("fork")
     q = ctx.Queue()
-    p = ctx.Process(target=_child, args=(q,))
+    p = ctx.Process(target=target, args=(q, *args))
     p.start()
     p.join(timeout=60)
     if p.is_alive():
         p.kill()
-        pytest.fail("the forked child hung in encode_batch")
+        pytest.fail(f"the forked child hung in {what}")
     assert p.exitcode == 0
-    assert q.get(timeout=5) == [len(tok.encode("fork safety").ids)] * 64
+    return q.get(timeout=5)
 
 
 @pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts OS threads through /proc (Linux)")
@@ -102,14 +108,4 @@ def test_fork_after_a_long_text_on_the_pool_does_not_hang(monkeypatch):
     monkeypatch.setenv("FASTPREP_NUM_THREADS", "2")
     text = "a long prompt, cut into parts\n" * 4000
     n = len(tok.encode(text, add_special_tokens=False).ids)  # the pool's threads now exist
-    _FORK_TOK[:] = [tok]
-    ctx = mp.get_context("fork")
-    q = ctx.Queue()
-    p = ctx.Process(target=_long_child, args=(q, text))
-    p.start()
-    p.join(timeout=60)
-    if p.is_alive():
-        p.kill()
-        pytest.fail("the forked child hung encoding a long text")
-    assert p.exitcode == 0
-    assert q.get(timeout=5) == n
+    assert _in_forked_child(tok, _long_child, (text,), "encoding a long text") == n
