@@ -114,6 +114,13 @@ def test_type_errors_say_what_to_do(tok):
         tok.encode("ab", is_pretokenized=True)
     with pytest.raises(TypeError, match="for one text call encode"):
         tok.encode_batch_arrays("one text")
+    # A batch names the item at fault.
+    with pytest.raises(TypeError, match=r"^input 2 must be a str, got int"):
+        tok.encode_batch(["a", "b", 7])
+    with pytest.raises(ValueError, match=r"^input 1: a pair must have 2 items, got 3"):
+        tok.encode_batch(["a", ("b", "c", "d")])
+    with pytest.raises(TypeError, match=r"^pair must be a str"):
+        tok.encode("a", 7)
     with pytest.raises(ValueError, match="strategy must be"):
         tok.enable_truncation(8, strategy="middle_out")
 

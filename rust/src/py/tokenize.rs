@@ -56,7 +56,12 @@ impl Owned {
         }
     }
 
-    fn extract(obj: &Bound<'_, PyAny>, pretokenized: bool, what: &str) -> PyResult<Self> {
+    /// `what` names the argument in errors (only formatted when one is raised).
+    fn extract(
+        obj: &Bound<'_, PyAny>,
+        pretokenized: bool,
+        what: &dyn std::fmt::Display,
+    ) -> PyResult<Self> {
         if pretokenized {
             if obj.is_instance_of::<PyString>() {
                 return Err(PyTypeError::new_err(format!(
@@ -270,9 +275,9 @@ impl PyTokenizer {
                 }
             }
         }
-        let a = Owned::extract(sequence, is_pretokenized, "sequence")?;
+        let a = Owned::extract(sequence, is_pretokenized, &"sequence")?;
         let b = pair
-            .map(|p| Owned::extract(p, is_pretokenized, "pair"))
+            .map(|p| Owned::extract(p, is_pretokenized, &"pair"))
             .transpose()?;
         let opts = EncodeOptions {
             add_special_tokens,
@@ -792,6 +797,16 @@ fn ids_batch<T: AsRef<str> + Sync>(
     }
 }
 
+/// "input {i}" in a batch's errors, formatted only when one is raised (a `format!` per item
+/// was an allocation per text of every batch).
+struct InputIndex(usize);
+
+impl std::fmt::Display for InputIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "input {}", self.0)
+    }
+}
+
 fn extract_batch(
     inputs: &Bound<'_, PyAny>,
     pretokenized: bool,
@@ -804,7 +819,7 @@ fn extract_batch(
     let mut out = Vec::new();
     for (i, item) in inputs.try_iter()?.enumerate() {
         let item = item?;
-        let what = format!("input {i}");
+        let what = InputIndex(i);
         // A pair is a tuple (or, for plain text, a 2-list of str).
         let pair: Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)> =
             if let Ok(t) = item.cast::<PyTuple>() {
