@@ -127,7 +127,7 @@ impl IntCache {
 
     /// A new reference to the int `id`.
     #[inline]
-    pub fn get(&self, py: Python<'_>, id: u32) -> *mut ffi::PyObject {
+    fn get(&self, py: Python<'_>, id: u32) -> *mut ffi::PyObject {
         if id as usize >= self.slots.len() {
             return id.into_pyobject(py).expect("int").into_ptr();
         }

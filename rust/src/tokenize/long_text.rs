@@ -17,9 +17,11 @@
 //! way: a letter run ends at the cut whatever follows, and cl100k's `\s*[\r\n]+` takes white
 //! space through its last newline before `\s+(?!\S)` looks past it. GPT-2's pattern has no
 //! such alternative: " \n" before a letter is " ", "\n", but at the end of a text " \n", so
-//! it is cut after letters only (`tests::gpt2_is_not_cut_after_a_newline`). Added tokens are cut around,
-//! never into: they are found in the whole text first (their `lstrip`/`rstrip`/`single_word`
-//! read their neighbours), and a cut only falls between two of those splits or inside text.
+//! it is cut after letters only (`tests::gpt2_is_not_cut_after_a_newline`).
+//!
+//! Added tokens are cut around, never into: they are found in the whole text first (their
+//! `lstrip`/`rstrip`/`single_word` read their neighbours), and a cut only falls between two of
+//! those splits or inside text.
 use super::fastsplit::Known;
 use super::{finish_ids, fused_ids, Sources, TokenizeError, Tokenizer, Truncation};
 
@@ -99,7 +101,8 @@ fn safe_cut(b: &[u8], p: usize, newline: bool) -> bool {
 }
 
 /// The units of the text cut into about `n` parts of similar length: the units (those with a
-/// cut inside split in two there) and the index where each part starts, then their count.
+/// cut inside split in two there), and the bounds of the parts as indices into them (part `i`
+/// is `units[bounds[i]..bounds[i + 1]]`).
 fn parts(b: &[u8], units: &[Unit], n: usize, newline: bool) -> (Vec<Unit>, Vec<usize>) {
     let len = b.len();
     let mut cuts = Vec::with_capacity(n);
