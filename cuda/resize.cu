@@ -12,8 +12,10 @@
 //   SRC     element offset of the image in `src`        S_Y, S_X, S_C  its element strides
 //   DST     element offset of the result in `dst`       D_Y, D_X, D_C  its element strides
 //   OUT_W, OUT_H  size of this pass's output            FIRST  first source row (h pass) / 0
-//   TAB     offset of the image's (first, count) pairs in `bounds` and of its rows of KSIZE
-//           weights in `weights`                       KSIZE  weights per output index
+//   TAB     offset of the image's (first, count) pairs in `bounds`; its weights start at
+//           TAB * KSIZE in `weights`, tap-major: weight t of table index i at t * ROWS + i, so
+//           that neighbouring outputs read neighbouring words   KSIZE  weights per index (all
+//           images alike)   ROWS  the image's table length
 //   I0      table index of output 0 along the pass's axis (a crop window's offset)
 // Nearest is the same pass with one tap of weight 1 (Pillow's index table as `bounds`).
 //
@@ -24,6 +26,7 @@
 //              its float32 conversion and rounding the result once
 //   PREMUL_IN  1: premultiply RGBA by alpha on load (Pillow's RGBA -> RGBa), first pass
 //   UNPREMUL_OUT 1: undo it on store (RGBa -> RGBA), last pass
+//   H_SHARED   1 (default): the horizontal pass stages each block's source span in shared memory
 #ifndef CHANNELS
 #define CHANNELS 3
 #endif
@@ -40,7 +43,11 @@
 #define UNPREMUL_OUT 0
 #endif
 
-#define DESC_LEN 14
+#ifndef H_SHARED
+#define H_SHARED 1
+#endif
+
+#define DESC_LEN 15
 #define F_SRC 0
 #define F_SY 1
 #define F_SX 2
@@ -55,6 +62,7 @@
 #define F_TAB 11
 #define F_KSIZE 12
 #define F_I0 13
+#define F_ROWS 14
 
 #define TYPE_OF(code) TYPE_OF_##code
 #define TYPE_OF_0 unsigned char
@@ -142,7 +150,64 @@ __device__ __forceinline__ int muldiv255(int a, int b) {
     return ((t >> 8) + t) >> 8;
 }
 
-// One pass along one axis. AXIS 0: horizontal (output x reads source x), 1: vertical.
+// One output pixel: `count` taps from `p` (channel 0 of the first tap), `step` elements between
+// taps and `cs` between channels; tap t weighs k[t * ks]. Taps outer, channels inner (each
+// weight loaded once); every channel still sums its taps in order, as Pillow does.
+__device__ __forceinline__ void resample_pixel(
+    const src_t* p, long long step, long long cs, int count, const weight_t* __restrict__ k, long long ks,
+    dst_t* dst, long long out, long long dc) {
+#if SRC_DTYPE == 0
+    // Pillow sums in int32; unsigned arithmetic gives the same bits without C's signed-overflow
+    // undefined behaviour.
+    unsigned int ss[CHANNELS];
+    for (int c = 0; c < CHANNELS; ++c) ss[c] = 1u << (PRECISION_BITS - 1);
+    for (int t = 0; t < count; ++t) {
+        const unsigned int w = (unsigned int)k[t * ks];
+        const src_t* q = p + t * step;
+#if PREMUL_IN && CHANNELS == 4
+        const int a = q[3 * cs];
+        for (int c = 0; c < 3; ++c) ss[c] += (unsigned int)muldiv255(q[c * cs], a) * w;
+        ss[3] += (unsigned int)a * w;
+#else
+        for (int c = 0; c < CHANNELS; ++c) ss[c] += (unsigned int)q[c * cs] * w;
+#endif
+    }
+    int res[CHANNELS];
+    for (int c = 0; c < CHANNELS; ++c) {
+        const int v = (int)ss[c] >> PRECISION_BITS;
+        res[c] = v < 0 ? 0 : (v > 255 ? 255 : v);
+    }
+#if UNPREMUL_OUT && CHANNELS == 4
+    // Pillow's RGBa -> RGBA: colour * 255 / alpha, truncated, clipped; alpha 0 and 255 unchanged.
+    const unsigned int alpha = (unsigned int)res[3];
+    if (alpha - 1u < 254u) {
+        for (int c = 0; c < 3; ++c) {
+            const unsigned int v = (255u * (unsigned int)res[c]) / alpha;
+            res[c] = (int)(v > 255u ? 255u : v);
+        }
+    }
+#endif
+    for (int c = 0; c < CHANNELS; ++c) dst[out + c * dc] = (unsigned char)res[c];
+#else
+    double ss[CHANNELS];
+    for (int c = 0; c < CHANNELS; ++c) ss[c] = 0.0;
+    for (int t = 0; t < count; ++t) {
+        const double w = k[t * ks];
+        const src_t* q = p + t * step;
+        for (int c = 0; c < CHANNELS; ++c) ss[c] += load(q + c * cs) * w;
+    }
+    for (int c = 0; c < CHANNELS; ++c) {
+#if DST_DTYPE == 2
+        dst[out + c * dc] = float_to_half((float)ss[c]);
+#else
+        dst[out + c * dc] = (float)ss[c];
+#endif
+    }
+#endif
+}
+
+// One pass along one axis, each thread reading its taps from global memory. AXIS 0: horizontal
+// (output x reads source x), 1: vertical.
 template <int AXIS>
 __device__ __forceinline__ void resample_pass(
     const src_t* __restrict__ src, dst_t* __restrict__ dst, const long long* __restrict__ desc,
@@ -157,59 +222,97 @@ __device__ __forceinline__ void resample_pass(
     const long long i = (AXIS == 0 ? x : y) + d[F_I0];  // the table index of this output
     const int first = bounds[2 * (tab + i)];
     const int count = bounds[2 * (tab + i) + 1];
-    const weight_t* k = weights + (tab + i) * ksize;
     const long long step = AXIS == 0 ? d[F_SX] : d[F_SY];
     const long long base =
         d[F_SRC] + (AXIS == 0 ? (long long)(y + d[F_FIRST]) * d[F_SY] + (long long)first * d[F_SX]
                               : (long long)first * d[F_SY] + (long long)x * d[F_SX]);
     const long long out = d[F_DST] + (long long)y * d[F_DY] + (long long)x * d[F_DX];
-#if SRC_DTYPE == 0
-    int res[CHANNELS];
-    for (int c = 0; c < CHANNELS; ++c) {
-        const src_t* p = src + base + c * d[F_SC];
-        int ss = 1 << (PRECISION_BITS - 1);
-        for (int t = 0; t < count; ++t) {
-            int v = p[t * step];
-#if PREMUL_IN && CHANNELS == 4
-            if (c < 3) v = muldiv255(v, src[base + t * step + 3 * d[F_SC]]);
+    resample_pixel(src + base, step, d[F_SC], count, weights + tab * ksize + i, d[F_ROWS], dst, out, d[F_DC]);
+}
+
+// Shared memory for one block's source rows in the horizontal pass. 32 KiB: a 32-wide block of
+// 8 rows shrinking 1920 -> 224 RGB needs 7 KiB in uint8 (28 KiB in float32).
+#ifndef SMEM_BYTES
+#define SMEM_BYTES 32768
 #endif
-            // Pillow sums in int32; unsigned arithmetic gives the same bits without C's
-            // signed-overflow undefined behaviour.
-            ss = (int)((unsigned int)ss + (unsigned int)(v * k[t]));
+
+// The horizontal pass with the block's source span staged in shared memory. Neighbouring outputs'
+// windows overlap and sit several bytes apart, so reading them straight from global memory makes
+// each warp-wide load touch many cache lines for a few bytes each; here the block copies the span
+// of its 8 rows once, in order (coalesced), and the taps are read from shared memory. Returns
+// false, for the whole block alike, when the span does not fit; the caller then reads global
+// memory. Pillow's windows start and end monotonically with the output index (their centres do),
+// so the span runs from the first output's window start to the last one's end.
+__device__ __forceinline__ bool horizontal_shared(
+    const src_t* __restrict__ src, dst_t* __restrict__ dst, const long long* __restrict__ desc,
+    const int* __restrict__ bounds, const weight_t* __restrict__ weights) {
+    __shared__ double smem[SMEM_BYTES / sizeof(double)];
+    src_t* sh = (src_t*)smem;
+    const long long* d = desc + (long long)blockIdx.z * DESC_LEN;
+    const int out_w = (int)d[F_OUT_W];
+    const int out_h = (int)d[F_OUT_H];
+    const int x0 = blockIdx.x * blockDim.x;
+    const int y0 = blockIdx.y * blockDim.y;
+    if (x0 >= out_w || y0 >= out_h) return true;  // the whole block is past this image
+    const int xl = (x0 + (int)blockDim.x < out_w ? x0 + (int)blockDim.x : out_w) - 1;
+    const int rows = y0 + (int)blockDim.y < out_h ? (int)blockDim.y : out_h - y0;
+    const long long tab = d[F_TAB];
+    const long long i0 = tab + x0 + d[F_I0];
+    const long long il = tab + xl + d[F_I0];
+    const int lo = bounds[2 * i0];
+    const int span = bounds[2 * il] + bounds[2 * il + 1] - lo;
+    const int per_row = span * CHANNELS;
+    if (span <= 0) return false;
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+    const int nt = blockDim.x * blockDim.y;
+    const long long sx = d[F_SX];
+    const long long sc = d[F_SC];
+    // Interleaved rows (NHWC) are one run of bytes per row: copied as aligned 32-bit words (the
+    // word holding a run's first and last byte lies inside the buffer's allocation, so nothing
+    // outside is read). Each staged row is `pitch` words; the run starts `head` bytes into it.
+    const bool run = sc == 1 && sx == CHANNELS;
+    const int run_bytes = per_row * (int)sizeof(src_t);
+    const int pitch = (run_bytes + 3) / 4 + 1;
+    if (run ? (long long)pitch * 4 * rows > SMEM_BYTES : (long long)run_bytes * rows > SMEM_BYTES) return false;
+    const src_t* row0 = src + d[F_SRC] + (long long)(y0 + d[F_FIRST]) * d[F_SY] + (long long)lo * sx;
+    for (int r = 0; r < rows; ++r) {
+        const src_t* row = row0 + (long long)r * d[F_SY];
+        if (run) {
+            const unsigned long long addr = (unsigned long long)row;
+            const int head = (int)(addr & 3u);
+            const unsigned int* words = (const unsigned int*)(addr - (unsigned long long)head);
+            const int n_words = (head + run_bytes + 3) / 4;
+            unsigned int* to = (unsigned int*)smem + r * pitch;
+            for (int e = tid; e < n_words; e += nt) to[e] = words[e];
+        } else {
+            for (int e = tid; e < per_row; e += nt) {
+                const int px = e / CHANNELS;
+                sh[r * per_row + e] = row[px * sx + (e - px * CHANNELS) * sc];
+            }
         }
-        ss >>= PRECISION_BITS;
-        res[c] = ss < 0 ? 0 : (ss > 255 ? 255 : ss);
     }
-#if UNPREMUL_OUT && CHANNELS == 4
-    const int alpha = res[3];
-    if (alpha != 0 && alpha != 255) {
-        for (int c = 0; c < 3; ++c) {
-            const int v = (255 * res[c]) / alpha;
-            res[c] = v > 255 ? 255 : v;
-        }
-    }
-#endif
-    for (int c = 0; c < CHANNELS; ++c) dst[out + c * d[F_DC]] = (unsigned char)res[c];
-#else
-    for (int c = 0; c < CHANNELS; ++c) {
-        const src_t* p = src + base + c * d[F_SC];
-        double ss = 0.0;
-        for (int t = 0; t < count; ++t) {
-            ss += load(p + t * step) * k[t];
-        }
-#if DST_DTYPE == 2
-        dst[out + c * d[F_DC]] = float_to_half((float)ss);
-#else
-        dst[out + c * d[F_DC]] = (float)ss;
-#endif
-    }
-#endif
+    __syncthreads();
+    const int x = x0 + threadIdx.x;
+    const int y = y0 + threadIdx.y;
+    if (x >= out_w || y >= out_h) return true;
+    const long long i = x + d[F_I0];
+    const int first = bounds[2 * (tab + i)];
+    const int count = bounds[2 * (tab + i) + 1];
+    const long long out = d[F_DST] + (long long)y * d[F_DY] + (long long)x * d[F_DX];
+    const unsigned long long mine = (unsigned long long)(row0 + (long long)threadIdx.y * d[F_SY]);
+    const src_t* p = run ? (const src_t*)((const unsigned char*)smem + threadIdx.y * pitch * 4 + (int)(mine & 3u))
+                         : sh + threadIdx.y * per_row;
+    resample_pixel(p + (first - lo) * CHANNELS, CHANNELS, 1, count, weights + tab * d[F_KSIZE] + i, d[F_ROWS],
+                   dst, out, d[F_DC]);
+    return true;
 }
 
 extern "C" __global__ void resize_horizontal(
     const src_t* __restrict__ src, dst_t* __restrict__ dst, const long long* __restrict__ desc,
     const int* __restrict__ bounds, const weight_t* __restrict__ weights) {
-    resample_pass<0>(src, dst, desc, bounds, weights);
+    if (!H_SHARED || !horizontal_shared(src, dst, desc, bounds, weights)) {
+        resample_pass<0>(src, dst, desc, bounds, weights);
+    }
 }
 
 extern "C" __global__ void resize_vertical(

@@ -49,6 +49,7 @@ def compile_emulated(name: str, defines: dict[str, int]) -> ctypes.CDLL:
                 "g++",
                 "-O2",
                 "-std=c++17",
+                "-fno-strict-aliasing",
                 "-shared",
                 "-fPIC",
                 "-Wall",

@@ -24,9 +24,17 @@ def _variants(name: str) -> list[dict[str, int]]:
         for channels, (src, dst) in itertools.product((1, 3, 4), pairs):
             premuls = [(0, 0), (1, 0), (0, 1), (1, 1)] if (channels == 4 and src == 0) else [(0, 0)]
             for pre, un in premuls:
-                out.append(
-                    {"CHANNELS": channels, "SRC_DTYPE": src, "DST_DTYPE": dst, "PREMUL_IN": pre, "UNPREMUL_OUT": un}
-                )
+                for shared in (0, 1):
+                    out.append(
+                        {
+                            "CHANNELS": channels,
+                            "SRC_DTYPE": src,
+                            "DST_DTYPE": dst,
+                            "PREMUL_IN": pre,
+                            "UNPREMUL_OUT": un,
+                            "H_SHARED": shared,
+                        }
+                    )
         return out
     if name == "normalize.cu":
         return [{"OUT_DTYPE": d, "OUT_NCHW": nchw, "CHANNELS": c} for d in (1, 2) for nchw in (0, 1) for c in (1, 3, 4)]
@@ -38,7 +46,7 @@ def _variants(name: str) -> list[dict[str, int]]:
 def _compile(source: str, name: str, defines: dict[str, int], arch: str) -> tuple[str, bytes]:
     err, prog = nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], [])
     assert err == nvrtc.nvrtcResult.NVRTC_SUCCESS, err
-    opts = [f"--gpu-architecture={arch}".encode(), b"--std=c++14", *(f"-D{k}={v}".encode() for k, v in defines.items())]
+    opts = [f"--gpu-architecture={arch}".encode(), b"--std=c++17", *(f"-D{k}={v}".encode() for k, v in defines.items())]
     (result,) = nvrtc.nvrtcCompileProgram(prog, len(opts), opts)
     _, size = nvrtc.nvrtcGetProgramLogSize(prog)
     # NVRTC writes into the buffer: a bytearray, never `b" " * size`, which for size 1 is CPython's

@@ -7,6 +7,9 @@ orientations."""
 
 from __future__ import annotations
 
+import itertools
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -300,3 +303,47 @@ def test_batches_past_the_grid_z_limit_take_more_launches(monkeypatch):
     assert [k for k, _, _ in be.launches] == ["jpeg_idct"] * 4 + ["jpeg_color"] * 2  # 7 planes, 3 images
     for name, blob, g in zip(names, blobs, got, strict=True):
         np.testing.assert_array_equal(g, _cpu(blob), err_msg=name)
+
+
+class _UploadRecorder(EmuBackend):
+    """The emulation with CupyBackend's ranged upload, recording each copy's range."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.uploads: list[tuple[int, int]] = []
+
+    def upload(self, dst: np.ndarray, host: np.ndarray, start: int, end: int) -> None:
+        self.uploads.append((start, end))
+        dst[start:end] = host[start:end]
+
+
+def test_coefficients_go_up_chunk_by_chunk_and_refused_files_still_decode(monkeypatch):
+    """With one thread, eight JPEGs are entropy-decoded in four chunks, each uploaded as soon as it
+    is decoded (the copies tile the coefficient region in order), then the CPU-decoded pixels. A
+    file the coefficient reader refuses but the CPU decoder reads lands after the decoded images
+    (the device buffer grows) and the batch still equals the CPU pipeline's."""
+    v = data.jpeg_variants()
+    names = ["china-q75-420", "flower-prog-422", "grace_hopper-gray", "china-odd-420"] * 2
+    blobs = [v[k] for k in names] + [data.png_variants()["rgb8"]]
+    real = _core.jpeg_coefficients_into
+    refusals = []
+
+    class Refusing:
+        def __getattr__(self, name: str) -> Any:
+            return getattr(_core, name)
+
+        @staticmethod
+        def jpeg_coefficients_into(items: list[bytes], offsets: list[int], out: Any, threads: Any) -> list[Any]:
+            errors = real(items, offsets, out, threads)
+            refused = ("corrupt", "refused for the test")
+            refusals.extend(b for b in items if b is blobs[2])
+            return [refused if b is blobs[2] else e for b, e in zip(items, errors, strict=True)]
+
+    monkeypatch.setattr(gpu, "_core", Refusing())
+    be = _UploadRecorder()
+    got = gpu.gpu_preprocess(blobs, num_threads=1, backend=be)
+    np.testing.assert_array_equal(got, fastprep.preprocess(blobs))
+    coef = be.uploads[:4]
+    assert coef[0][0] == 0 and all(a[1] == b[0] for a, b in itertools.pairwise(coef)), be.uploads
+    assert len(be.uploads) == 5 and be.uploads[4][0] == coef[-1][1], be.uploads
+    assert len(refusals) == 2  # grace_hopper-gray, twice: decoded on the CPU after the rest

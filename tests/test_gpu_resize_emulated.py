@@ -36,9 +36,16 @@ def _cpu(img: np.ndarray, size: tuple[int, int], f: str) -> np.ndarray:
     return out if out.ndim == 3 else out[..., None]
 
 
+@pytest.fixture(params=[1, 0], ids=["shared", "global"])
+def h_shared(request, monkeypatch):
+    """Both forms of the horizontal pass (resize.cu's H_SHARED)."""
+    monkeypatch.setattr(fastprep.gpu, "H_SHARED", request.param)
+    return request.param
+
+
 @pytest.mark.parametrize("f", FILTERS)
 @pytest.mark.parametrize("channels", [1, 3, 4])
-def test_uint8_equals_cpu_path(f, channels):
+def test_uint8_equals_cpu_path(f, channels, h_shared):
     be = EmuBackend()
     batch = np.stack([_img(37, 53, channels, s) for s in range(3)])
     for size in ((20, 15), (80, 61), (53, 20), (19, 37)):
@@ -50,7 +57,7 @@ def test_uint8_equals_cpu_path(f, channels):
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 @pytest.mark.parametrize("f", FILTERS)
-def test_float_equals_cpu_path(f, dtype):
+def test_float_equals_cpu_path(f, dtype, h_shared):
     be = EmuBackend()
     batch = np.stack([_img(29, 41, 3, s, dtype) for s in range(2)])
     for size in ((13, 9), (60, 50)):
@@ -109,6 +116,24 @@ def test_pass_order_follows_the_cpu_path(order):
         assert sorted(kernels) == sorted(want), kernels
     finally:
         fastprep.pillow_order(before)
+
+
+@pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
+def test_spans_too_wide_for_shared_memory_read_global_memory(layout):
+    """A block whose source span does not fit resize.cu's SMEM_BYTES (here a float32 row of 5000
+    pixels shrunk to 9) falls back to global reads for that block; rows of odd byte lengths (uint8
+    RGB, 37 pixels) start at every offset within a word in the staged copy."""
+    be = EmuBackend()
+    wide = np.stack([_img(3, 5000, 3, 1, "float32")])
+    narrow = np.stack([_img(19, 37, 3, 2)])
+    if layout == "NCHW":
+        wide, narrow = wide.transpose(0, 3, 1, 2).copy(), narrow.transpose(0, 3, 1, 2).copy()
+    got = fastprep.gpu_resize(wide, (9, 3), filter="lanczos", layout=layout, backend=be)
+    got = got if layout == "NHWC" else got.transpose(0, 2, 3, 1)
+    np.testing.assert_array_equal(got[0], _cpu(_img(3, 5000, 3, 1, "float32"), (9, 3), "lanczos"))
+    got = fastprep.gpu_resize(narrow, (23, 11), filter="bicubic", layout=layout, backend=be)
+    got = got if layout == "NHWC" else got.transpose(0, 2, 3, 1)
+    np.testing.assert_array_equal(got[0], _cpu(_img(19, 37, 3, 2), (23, 11), "bicubic"))
 
 
 def test_rgba_premultiplication_only_where_pillow_does_it():

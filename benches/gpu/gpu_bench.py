@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 import fastprep
+from fastprep import gpu
 
 
 def _gpu_time(fn: Any, repeat: int = 20) -> float:
@@ -45,6 +46,40 @@ def _gpu_time(fn: Any, repeat: int = 20) -> float:
     return statistics.median(times)
 
 
+def _kernel_time(fn: Any, repeat: int = 20) -> float:
+    """The median over calls of the summed GPU time of the kernels fn() launches (CUDA events
+    around each launch), without the host's planning and launch overhead between them."""
+    import cupy
+
+    from fastprep import gpu
+
+    be = gpu._backend()
+    spans: list[tuple[Any, Any]] = []
+    launch = be.launch
+
+    def timed(*args: Any) -> None:
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        launch(*args)
+        end.record()
+        spans.append((start, end))
+
+    be.launch = timed  # type: ignore[method-assign]
+    try:
+        for _ in range(3):
+            fn()
+        cupy.cuda.Device().synchronize()
+        totals = []
+        for _ in range(repeat):
+            spans.clear()
+            fn()
+            spans[-1][1].synchronize()
+            totals.append(sum(cupy.cuda.get_elapsed_time(a, b) for a, b in spans) / 1e3)
+    finally:
+        del be.launch
+    return statistics.median(totals)
+
+
 def _cpu_time(fn: Any, repeat: int = 3) -> float:
     fn()
     times = []
@@ -56,14 +91,51 @@ def _cpu_time(fn: Any, repeat: int = 3) -> float:
 
 
 def _peak_bandwidth() -> float | None:
+    """The device's nominal memory bandwidth: 2 transfers a clock (DDR) x bus width. CUDA 13 took
+    memoryClockRate out of cudaDeviceProp, so the device attribute is asked where the field is gone."""
     import cupy
 
+    dev = cupy.cuda.Device()
     try:
-        props = cupy.cuda.runtime.getDeviceProperties(cupy.cuda.Device().id)
-        # memoryClockRate is in kHz, DDR: 2 transfers per clock
-        return 2.0 * props["memoryClockRate"] * 1e3 * props["memoryBusWidth"] / 8
+        props = cupy.cuda.runtime.getDeviceProperties(dev.id)
+        clock_khz, bus_bits = props.get("memoryClockRate"), props.get("memoryBusWidth")
+        if not clock_khz or not bus_bits:
+            attrs = dev.attributes
+            clock_khz, bus_bits = attrs.get("MemoryClockRate"), attrs.get("GlobalMemoryBusWidth")
+        return 2.0 * clock_khz * 1e3 * bus_bits / 8 if clock_khz and bus_bits else None
     except Exception:
         return None
+
+
+def _copy_bandwidth() -> float:
+    """What a device-to-device copy of 2 GiB achieves (bytes read + written per second): the
+    practical ceiling that the resize kernels' figure can be read against."""
+    import cupy
+
+    a = cupy.empty(1 << 31, cupy.uint8)
+    b = cupy.empty_like(a)
+    t = _gpu_time(lambda: b.__setitem__(slice(None), a), repeat=10)
+    return 2 * a.nbytes / t
+
+
+def _host_transfers(fn: Any) -> dict[str, Any]:
+    """The memcpys between host and device while fn() runs, as CUPTI sees them (torch's profiler
+    traces every CUDA call of the process, CuPy's too): the check of "no round trip"."""
+    import cupy
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    cupy.cuda.Device().synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        cupy.cuda.Device().synchronize()
+    torch.cuda.synchronize()
+    names = [e.name for e in prof.events()]
+    return {
+        "host_to_device": sum("HtoD" in n for n in names),
+        "device_to_host": sum("DtoH" in n for n in names),
+        "kernels_and_copies": len(names),
+    }
 
 
 def _jpegs(n: int) -> tuple[list[bytes], str]:
@@ -118,9 +190,14 @@ def _jpeg_bench(n: int) -> dict[str, Any]:
         t = _wall(lambda d=draft: fastprep.preprocess(blobs, device="cuda", draft=d))
         r[f"{tag}_s"] = t
         r[f"{tag}_images_per_s"] = n / t
+    r["fastprep_gpu_kernels_s"] = _kernel_time(lambda: fastprep.preprocess(blobs, device="cuda"), repeat=5)
     t = _cpu_time(lambda: fastprep.preprocess(blobs), repeat=3)
     r["fastprep_cpu_s"] = t
     r["fastprep_cpu_images_per_s"] = n / t
+    try:
+        r["host_transfers_fastprep_gpu"] = _host_transfers(lambda: fastprep.preprocess(blobs, device="cuda"))
+    except Exception as e:
+        r["host_transfers_error"] = repr(e)
     try:
         import torch
         import torchvision
@@ -173,6 +250,10 @@ def main() -> int:
     }
     peak = _peak_bandwidth()
     report["peak_bandwidth_GBps"] = None if peak is None else peak / 1e9
+    try:
+        report["copy_bandwidth_GBps"] = _copy_bandwidth() / 1e9
+    except Exception as e:
+        report["copy_bandwidth_error"] = repr(e)
     torch = tv_resize = None
     try:
         import torch
@@ -194,15 +275,27 @@ def main() -> int:
         out = fastprep.gpu_resize(dev, (w, h), filter="bilinear")
         cpu = np.stack([fastprep.resize(base[i], (w, h), filter="bilinear") for i in range(2)])
         r["max_diff_vs_cpu"] = int(np.abs(cupy.asnumpy(out[:2]).astype(int) - cpu.astype(int)).max())
-        t = _gpu_time(lambda w=w, h=h: fastprep.gpu_resize(dev, (w, h), filter="bilinear"))
+        call = lambda w=w, h=h: fastprep.gpu_resize(dev, (w, h), filter="bilinear")  # noqa: E731
+        t = _gpu_time(call)
         r["fastprep_gpu_s"] = t
         r["fastprep_images_per_s"] = n / t
         # bytes the two passes must move: read input rows, write + read the intermediate, write out
         inter = n * 1080 * w * 3
         moved = base.nbytes + 2 * inter + n * h * w * 3
         r["effective_GBps"] = moved / t / 1e9
+        kt = _kernel_time(call)
+        r["kernels_s"] = kt
+        r["kernels_effective_GBps"] = moved / kt / 1e9
         if peak:
             r["fraction_of_peak"] = moved / t / peak
+            r["kernels_fraction_of_peak"] = moved / kt / peak
+        before = gpu.H_SHARED
+        try:  # the horizontal pass without shared memory, for comparison
+            gpu.H_SHARED = 0
+            r["kernels_s_global_reads"] = _kernel_time(call)
+            r["fastprep_gpu_s_global_reads"] = _gpu_time(call)
+        finally:
+            gpu.H_SHARED = before
         if torch is not None and tv_resize is not None:
             tt = torch.from_dlpack(dev).permute(0, 3, 1, 2)  # NCHW view, as torchvision expects
             tt = tt.contiguous()

@@ -19,7 +19,9 @@ of the kernels (tests/cuda_emu.py) on machines without a GPU.
 from __future__ import annotations
 
 import functools
+import os
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -31,9 +33,12 @@ from .kernels import kernel_source
 
 __all__ = ["gpu_preprocess", "gpu_resize"]
 
-DESC_LEN = 14
+DESC_LEN = 15
 BLOCK = (32, 8, 1)
 _DTYPES = {"uint8": 0, "float32": 1, "float16": 2}
+# The horizontal pass through shared memory (1) or straight from global memory (0): resize.cu's
+# H_SHARED. Both are exact; the switch is here for the tests and the GPU check, which run both.
+H_SHARED = 1
 
 
 class Backend(Protocol):
@@ -53,7 +58,7 @@ def _axis(in_size: int, out_size: int, filter: str, fixed: bool, antialias: bool
     return _core.resize_tables(in_size, out_size, filter, fixed, antialias)
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Image:
     """One image of the batch as the kernels see it: an element offset and strides into a
     flat buffer."""
@@ -103,15 +108,16 @@ def _plan_pass(
             w = np.pad(w, ((0, 0), (0, kmax - ksize)))
         desc[n] = (
             *(src.offset, src.sy, src.sx, src.sc, dst.offset, dst.sy, dst.sx, dst.sc),
-            *(p.out_w, p.out_h, p.first, tab, kmax, p.i0),
+            *(p.out_w, p.out_h, p.first, tab, kmax, p.i0, w.shape[0]),
         )
         bounds.append(np.frombuffer(b, dtype=np.int32))
-        weights.append(w)
+        # tap-major (see resize.cu): a warp's neighbouring outputs read neighbouring words
+        weights.append(np.ascontiguousarray(w.T).reshape(-1))
         tab += w.shape[0]
     max_w = max(p.out_w for p in parts)
     max_h = max(p.out_h for p in parts)
     grid = (-(-max_w // BLOCK[0]), -(-max_h // BLOCK[1]), len(srcs))
-    return desc, np.concatenate(bounds), np.ascontiguousarray(np.concatenate(weights).reshape(-1)), grid
+    return desc, np.concatenate(bounds), np.concatenate(weights), grid
 
 
 def _rows_read(filter: str, antialias: bool, h: int, out_h: int, y0: int, rows: int) -> tuple[int, int]:
@@ -125,6 +131,41 @@ def _rows_read(filter: str, antialias: bool, h: int, out_h: int, y0: int, rows: 
 
 
 Window = tuple[int, int, int, int]  # x, y, width, height of the full-size result
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """One pass of a resize plan: the kernel, its defines and grid, the tables already on the
+    device, and where it reads and writes (-1: the input buffer, -2: the output, k >= 0: the
+    plan's intermediate k)."""
+
+    kernel: str
+    defines: tuple[tuple[str, int], ...]
+    grid: tuple[int, int, int]
+    desc: Any
+    bounds: Any
+    weights: Any
+    src: int
+    dst: int
+
+
+@dataclass(frozen=True)
+class _ResizePlan:
+    """What a resize call launches, built once per geometry (see `_PLANS`): the copies of images
+    whose size does not change, the intermediates (elements, dtype) and the passes."""
+
+    copies: tuple[tuple[_Image, _Image, int, int], ...]
+    temps: tuple[tuple[int, str], ...]
+    launches: tuple[_Launch, ...]
+
+
+# Plans by (backend kind, device, geometry, filter, ...). Building one costs Python work per image
+# and three small host-to-device copies per pass, far more than the launches themselves; a
+# training loop resizes the same geometry call after call, so the plan (with its tables on the
+# device) is kept. Bounded: ragged batches of ever-new sizes evict the oldest.
+_PLANS: OrderedDict[tuple[Any, ...], _ResizePlan] = OrderedDict()
+_PLANS_MAX = 64
+_PLANS_LOCK = threading.Lock()
 
 
 def run_resize(
@@ -144,10 +185,56 @@ def run_resize(
     windows[i] of the result to out_images[i] of `out`. Images taking the same passes share
     launches: at most two kernels per group, whatever the batch size."""
     xp = backend.xp
+    key = (
+        type(backend).__name__,
+        getattr(backend, "device_id", None),
+        int(_core.pillow_order(None)),  # the pass order rule the plan asked for
+        tuple(images),
+        channels,
+        dtype,
+        tuple(targets),
+        tuple(windows),
+        filter,
+        antialias,
+        tuple(out_images),
+    )
+    with _PLANS_LOCK:
+        plan = _PLANS.get(key)
+        if plan is not None:
+            _PLANS.move_to_end(key)
+    if plan is None:
+        plan = _plan_resize(backend, images, channels, dtype, targets, windows, filter, antialias, out_images)
+        with _PLANS_LOCK:
+            _PLANS[key] = plan
+            while len(_PLANS) > _PLANS_MAX:
+                _PLANS.popitem(last=False)
+    for s_, d_, cw, ch in plan.copies:
+        _copy(xp, flat, s_, out, d_, channels, cw, ch)
+    temps = [xp.empty(max(n, 1), dtype=t) for n, t in plan.temps]
     source = kernel_source("resize.cu")
+    for ln in plan.launches:
+        src = flat if ln.src == -1 else temps[ln.src]
+        dst = out if ln.dst == -2 else temps[ln.dst]
+        backend.launch(source, dict(ln.defines), ln.kernel, ln.grid, (src, dst, ln.desc, ln.bounds, ln.weights))
+
+
+def _plan_resize(
+    backend: Backend,
+    images: list[_Image],
+    channels: int,
+    dtype: str,
+    targets: list[tuple[int, int]],
+    windows: list[Window],
+    filter: str,
+    antialias: bool,
+    out_images: list[_Image],
+) -> _ResizePlan:
     code = _DTYPES[dtype]
     fixed = code == 0
     premul = channels == 4 and fixed and filter != "nearest"
+    copies: list[tuple[_Image, _Image, int, int]] = []
+    temps: list[tuple[int, str]] = []
+    launches: list[_Launch] = []
     # A pass Pillow would skip (the size does not change along that axis) is skipped here too.
     groups: dict[tuple[str, bool, bool], list[int]] = {}
     for i, (im, (tw, th)) in enumerate(zip(images, targets, strict=True)):
@@ -160,7 +247,7 @@ def run_resize(
         wins = [windows[i] for i in idx]
         if not need_h and not need_v:
             for s_, d_, (x, y, cw, ch) in zip(srcs, dsts, wins, strict=True):
-                _copy(xp, flat, _shift(s_, x, y), out, d_, channels, cw, ch)
+                copies.append((_shift(s_, x, y), d_, cw, ch))
             continue
         # (axis, per-image parts, source images of this pass)
         passes: list[tuple[int, list[_Pass]]] = []
@@ -211,19 +298,20 @@ def run_resize(
                 )
         # A vertical pass straight from the source reads only the window's columns; after a
         # horizontal pass the columns are already the window's.
-        cur = flat
+        cur = -1
         cur_imgs = [_shift(s_, x, 0) if not need_h else s_ for s_, (x, _, _, _) in zip(srcs, wins, strict=True)]
         for p, (axis, parts) in enumerate(passes):
             last = p == len(passes) - 1
             if last:
-                nxt, nxt_imgs, dst_code = out, dsts, code
+                nxt, nxt_imgs, dst_code = -2, dsts, code
             else:  # an intermediate image per input, packed HWC; float16 keeps float32 here
                 tmp_dtype = "uint8" if fixed else "float32"
                 offs, nxt_imgs = 0, []
                 for part in parts:
                     nxt_imgs.append(_Image(offs, part.out_h, part.out_w, part.out_w * channels, channels, 1))
                     offs += part.out_w * part.out_h * channels
-                nxt = xp.empty(max(offs, 1), dtype=tmp_dtype)
+                nxt = len(temps)
+                temps.append((offs, tmp_dtype))
                 dst_code = _DTYPES[tmp_dtype]
             src_code = code if p == 0 else (0 if fixed else 1)
             desc, bounds, weights, grid = _plan_pass(cur_imgs, nxt_imgs, axis, parts, filter, fixed, antialias)
@@ -233,10 +321,21 @@ def run_resize(
                 "DST_DTYPE": dst_code,
                 "PREMUL_IN": int(premul and p == 0),
                 "UNPREMUL_OUT": int(premul and last),
+                "H_SHARED": H_SHARED,
             }
             kernel = "resize_horizontal" if axis == 0 else "resize_vertical"
-            args = (cur, nxt, backend.asarray(desc), backend.asarray(bounds), backend.asarray(weights))
-            backend.launch(source, defines, kernel, grid, args)
+            launches.append(
+                _Launch(
+                    kernel,
+                    tuple(sorted(defines.items())),
+                    grid,
+                    backend.asarray(desc),
+                    backend.asarray(bounds),
+                    backend.asarray(weights),
+                    cur,
+                    nxt,
+                )
+            )
             # The next pass reads this one's output with the source's row numbers: rows that
             # start at source row `first` are addressed as if row 0 were `first` rows above, and
             # after a horizontal pass the image keeps the source's height for the vertical table.
@@ -245,6 +344,7 @@ def run_resize(
                 _Image(im.offset - part.first * im.sy, src.h if axis == 0 else im.h, im.w, im.sy, im.sx, im.sc)
                 for im, part, src in zip(nxt_imgs, parts, srcs, strict=True)
             ]
+    return _ResizePlan(tuple(copies), tuple(temps), tuple(launches))
 
 
 def _shift(im: _Image, x: int, y: int) -> _Image:
@@ -465,29 +565,38 @@ class CupyBackend:
         del block
         return view, release
 
-    def upload(self, dst: Any, host: Any, nbytes: int) -> None:
-        """dst[:nbytes] = host[:nbytes], asynchronous on the current stream (host is pinned)."""
-        dst[:nbytes].set(host[:nbytes], stream=self.xp.cuda.get_current_stream())
+    def upload(self, dst: Any, host: Any, start: int, end: int) -> None:
+        """dst[start:end] = host[start:end], asynchronous on the current stream (host is pinned)."""
+        dst[start:end].set(host[start:end], stream=self.xp.cuda.get_current_stream())
 
     def _reap(self) -> None:
         with self._lock:
             self._in_flight = [(e, b) for e, b in self._in_flight if not e.done]
 
+    @property
+    def device_id(self) -> int:
+        return int(self.xp.cuda.Device().id)
+
     def launch(
         self, source: str, defines: dict[str, int], kernel: str, grid: tuple[int, int, int], args: tuple[Any, ...]
     ) -> None:
         cupy = self.xp
-        key = (cupy.cuda.Device().id, source, tuple(sorted(defines.items())))
-        with self._lock:
-            module = self._modules.get(key)
-            if module is None:
-                preamble = "".join(f"#define {k} {v}\n" for k, v in sorted(defines.items()))
-                module = cupy.RawModule(code=preamble + source, options=("--std=c++14",))
-                self._modules[key] = module
-        fn = module.get_function(kernel)
-        max_threads = fn.max_threads_per_block
-        if BLOCK[0] * BLOCK[1] * BLOCK[2] > max_threads:
-            raise RuntimeError(f"{kernel} allows {max_threads} threads per block on this device, fewer than {BLOCK}")
+        key = (cupy.cuda.Device().id, source, tuple(sorted(defines.items())), kernel)
+        fn = self._modules.get(key)
+        if fn is None:
+            with self._lock:
+                module = self._modules.get(key[:3])
+                if module is None:
+                    preamble = "".join(f"#define {k} {v}\n" for k, v in sorted(defines.items()))
+                    module = cupy.RawModule(code=preamble + source, options=("--std=c++17",))
+                    self._modules[key[:3]] = module
+                fn = module.get_function(kernel)
+                max_threads = fn.max_threads_per_block
+                if BLOCK[0] * BLOCK[1] * BLOCK[2] > max_threads:
+                    raise RuntimeError(
+                        f"{kernel} allows {max_threads} threads per block on this device, fewer than {BLOCK}"
+                    )
+                self._modules[key] = fn
         if grid[2] > 65535:
             raise ValueError(f"a batch of {grid[2]} images is over CUDA's 65535 grid z limit; split it")
         fn(grid, BLOCK, args)
@@ -532,14 +641,18 @@ def gpu_resize(
     out_w, out_h = (int(v) for v in size)
     if out_w <= 0 or out_h <= 0:
         raise ValueError(f"size must be two positive integers (width, height), got {size}")
-    arrays = [_device_array(be, a) for a in batch] if isinstance(batch, Sequence) else None
-    if arrays is None:
+    dense = False
+    if isinstance(batch, Sequence):
+        arrays = [_device_array(be, a) for a in batch]
+    else:
         whole = _device_array(be, batch)
         if whole.ndim != 4:
             raise ValueError(
                 f"gpu_resize takes an (N, H, W, C) or (N, C, H, W) array or a list of images, got shape {whole.shape}"
             )
-        arrays = [whole[i] for i in range(whole.shape[0])]
+        # A C-contiguous batch is one buffer already: its images are read in place, not copied.
+        dense = bool(whole.flags.c_contiguous) and whole.shape[0] > 0
+        arrays = [whole] if dense else [whole[i] for i in range(whole.shape[0])]
     if not arrays:
         raise ValueError("gpu_resize got an empty batch")
     dtypes = {str(a.dtype) for a in arrays}
@@ -549,22 +662,24 @@ def gpu_resize(
     images, parts, offset = [], [], 0
     channels = None
     for i, a in enumerate(arrays):
-        if a.ndim != 3:
+        count = a.shape[0] if dense else 1  # a dense batch stands for its images
+        if a.ndim == 3:
+            a = xp.ascontiguousarray(a)
+        elif not dense:
             raise ValueError(f"image {i} has shape {a.shape}; each image must be 3-D ({layout[1:]})")
-        a = xp.ascontiguousarray(a)
-        if layout == "NHWC":
-            h, w, c = a.shape
-            images.append(_Image(offset, h, w, w * c, c, 1))
-        else:
-            c, h, w = a.shape
-            images.append(_Image(offset, h, w, w, 1, h * w))
+        h, w, c = a.shape[-3:] if layout == "NHWC" else (a.shape[-2], a.shape[-1], a.shape[-3])
         if channels not in (None, c):
             raise ValueError(f"image {i} has {c} channels, the others {channels}")
         channels = c
         if h <= 0 or w <= 0:
             raise ValueError(f"image {i} is empty ({a.shape})")
+        for _ in range(count):
+            if layout == "NHWC":
+                images.append(_Image(offset, h, w, w * c, c, 1))
+            else:
+                images.append(_Image(offset, h, w, w, 1, h * w))
+            offset += h * w * c
         parts.append(a.reshape(-1))
-        offset += a.size
     assert channels is not None
     if dtype == "uint8" and channels not in (1, 3, 4):
         raise ValueError(f"uint8 images need 1, 3 or 4 channels (L, RGB, RGBA), got {channels}")
@@ -693,32 +808,46 @@ def gpu_preprocess(
             pix_offsets[i] = staged
             staged += _align(a.size)
     host, release = _staging(be, staged)
-    late: dict[int, Any] = {}
-    if plans:
-        jpeg_idx = list(plans)
-        errors = _core.jpeg_coefficients_into(
-            [blobs[i] for i in jpeg_idx], [coef_offsets[i] for i in jpeg_idx], host, num_threads
-        )
-        refused = [i for i, e in zip(jpeg_idx, errors, strict=True) if e is not None]
-        for i in refused:  # the CPU decoder has the last word on a file the coefficient reader refused
-            del plans[i]
-        late = _cpu_decode(blobs, refused, layouts, draft, resize_shorter, size, limit, apply_exif_orientation, 1)
-        decoded.update(late)
-    for i, off in pix_offsets.items():
-        a = decoded[i]
-        host[off : off + a.size] = a.reshape(-1)
-    ok_idx = sorted([*plans, *(i for i, a in decoded.items() if a is not None)])
-    failed = [i for i in range(n) if i not in ok_idx]
-    if failed and on_error == "raise":
-        release()
-        decode_batch([blobs[i] for i in failed[:1]], max_pixels=max_pixels)  # raises with the reason
-    # After the uploaded part of the device buffer: the decoded JPEGs, then (rarely) the pixels of
-    # JPEGs only the CPU decoder could read.
+    # The device buffer: the uploaded part (coefficients, then CPU-decoded pixels), then each
+    # decoded JPEG's RGB image (a file the coefficient reader refuses below leaves a hole).
     rgb_offsets: dict[int, int] = {}
     off = staged
     for i, plan in plans.items():
         rgb_offsets[i] = off
         off += _align(plan.width * plan.height * 3)
+    flat = xp.empty(max(off, 1), dtype="uint8")
+    late: dict[int, Any] = {}
+    if plans:
+        # Entropy decoding in a few chunks, each chunk's coefficients copied to the device
+        # (asynchronously, from pinned memory) while the CPU decodes the next one.
+        jpeg_idx = list(plans)
+        threads = num_threads or os.cpu_count() or 1
+        chunks = max(1, min(4, len(jpeg_idx) // threads))
+        step = -(-len(jpeg_idx) // chunks)
+        errors: list[Any] = []
+        for lo in range(0, len(jpeg_idx), step):
+            part = jpeg_idx[lo : lo + step]
+            errors += _core.jpeg_coefficients_into(
+                [blobs[i] for i in part], [coef_offsets[i] for i in part], host, num_threads
+            )
+            end = coef_offsets[part[-1]] + _align(2 * plans[part[-1]].coefficients)
+            _upload(be, flat, host, coef_offsets[part[0]], end)
+        refused = [i for i, e in zip(jpeg_idx, errors, strict=True) if e is not None]
+        for i in refused:  # the CPU decoder has the last word on a file the coefficient reader refused
+            del plans[i]
+        late = _cpu_decode(blobs, refused, layouts, draft, resize_shorter, size, limit, apply_exif_orientation, 1)
+        decoded.update(late)
+    for i, at in pix_offsets.items():
+        a = decoded[i]
+        host[at : at + a.size] = a.reshape(-1)
+    _upload(be, flat, host, coef_bytes, staged)
+    release()  # the staging block goes back to its pool once the copies reading it are done
+    ok_idx = sorted([*plans, *(i for i, a in decoded.items() if a is not None)])
+    failed = [i for i in range(n) if i not in ok_idx]
+    if failed and on_error == "raise":
+        decode_batch([blobs[i] for i in failed[:1]], max_pixels=max_pixels)  # raises with the reason
+    # After them (rarely) the pixels of JPEGs only the CPU decoder could read.
+    late_at = off
     for i, a in late.items():
         if a is not None:
             pix_offsets[i] = off
@@ -727,9 +856,10 @@ def gpu_preprocess(
     shape = (n, 3, ch, cw) if layout == "NCHW" else (n, ch, cw, 3)
     result = xp.zeros(n * per, dtype=dtype)
     if ok_idx:
-        flat = xp.empty(max(off, 1), dtype="uint8")
-        _upload(be, flat, host, staged)  # the one host-to-device copy of the batch
-        release()
+        if off > late_at:
+            grown = xp.empty(off, dtype="uint8")
+            grown[:late_at] = flat[:late_at]
+            flat = grown
         for i, a in late.items():
             if a is not None:
                 flat[pix_offsets[i] : pix_offsets[i] + a.size] = be.asarray(a.reshape(-1))
@@ -787,8 +917,6 @@ def gpu_preprocess(
         else:
             result = result.reshape(n, per)
             result[xp.asarray(np.asarray(ok_idx))] = dense
-    else:
-        release()
     batch = result.reshape(shape)
     if on_error == "skip":
         ok = np.zeros(n, bool)
@@ -854,11 +982,13 @@ def _staging(backend: Backend, nbytes: int) -> tuple[Any, Any]:
     return np.zeros(max(nbytes, 1), np.uint8), lambda: None
 
 
-def _upload(backend: Backend, dst: Any, host: Any, nbytes: int) -> None:
-    if nbytes == 0:
+def _upload(backend: Backend, dst: Any, host: Any, start: int, end: int) -> None:
+    """dst[start:end] = host[start:end]: asynchronous on the current stream where the backend
+    has an upload (CuPy, from pinned memory), else a plain copy."""
+    if end <= start:
         return
     put = getattr(backend, "upload", None)
     if put is not None:
-        put(dst, host, nbytes)
+        put(dst, host, start, end)
     else:
-        dst[:nbytes] = host[:nbytes]
+        dst[start:end] = host[start:end]
