@@ -26,7 +26,8 @@
 //              its float32 conversion and rounding the result once
 //   PREMUL_IN  1: premultiply RGBA by alpha on load (Pillow's RGBA -> RGBa), first pass
 //   UNPREMUL_OUT 1: undo it on store (RGBa -> RGBA), last pass
-//   H_SHARED   1 (default): the horizontal pass stages each block's source span in shared memory
+//   H_SHARED   1: the horizontal pass stages each block's source span in shared memory (0, the
+//              default: each thread reads its taps from global memory)
 #ifndef CHANNELS
 #define CHANNELS 3
 #endif
@@ -44,7 +45,7 @@
 #endif
 
 #ifndef H_SHARED
-#define H_SHARED 1
+#define H_SHARED 0
 #endif
 
 #define DESC_LEN 15

@@ -254,3 +254,42 @@ def test_gpu_preprocess_windows_sizes_and_bad_images():
     np.testing.assert_array_equal(batch, want)
     with pytest.raises(fastprep.DecodeError):
         gpu_preprocess(bad, backend=be)
+
+
+class _DeviceEmu(EmuBackend):
+    """The emulation posing as a device (CupyBackend's device_id), optionally with the symptom seen
+    on the first real GPU: the last pass's unpremultiplication of RGBA lost."""
+
+    def __init__(self, device: int, lose_unpremultiply: bool) -> None:
+        super().__init__()
+        self.device_id = device
+        self.lose = lose_unpremultiply
+
+    def launch(self, source, defines, kernel, grid, args):  # type: ignore[no-untyped-def]
+        if self.lose:
+            defines = dict(defines, UNPREMUL_OUT=0)
+        super().launch(source, defines, kernel, grid, args)
+
+
+def test_rgba_is_checked_once_per_device_and_a_wrong_device_refuses_it(monkeypatch):
+    monkeypatch.setattr(fastprep.gpu, "_RGBA_CHECKED", {})
+    rgba = np.stack([_img(40, 30, 4, 3)])
+    good = _DeviceEmu(7, lose_unpremultiply=False)
+    np.testing.assert_array_equal(
+        fastprep.gpu_resize(rgba, (16, 12), backend=good)[0], _cpu(rgba[0], (16, 12), "bilinear")
+    )
+    assert fastprep.gpu._RGBA_CHECKED == {7: True}
+    n = len(good.launches)
+    fastprep.gpu_resize(rgba, (16, 12), backend=good)
+    assert len(good.launches) == n + 2  # checked once: the second call launches its two passes only
+    bad = _DeviceEmu(8, lose_unpremultiply=True)
+    with pytest.raises(fastprep.DeviceUnavailableError, match="RGBA uint8"):
+        fastprep.gpu_resize(rgba, (16, 12), backend=bad)
+    with pytest.raises(fastprep.DeviceUnavailableError, match="RGBA uint8"):
+        fastprep.gpu_resize(rgba, (16, 12), backend=bad)
+    assert fastprep.gpu._RGBA_CHECKED[8] is False
+    rgb = np.stack([_img(40, 30, 3, 3)])  # RGB, float RGBA and nearest never premultiply
+    got = fastprep.gpu_resize(rgb, (16, 12), backend=bad)
+    np.testing.assert_array_equal(got[0], _cpu(rgb[0], (16, 12), "bilinear"))
+    fastprep.gpu_resize(rgba.astype(np.float32), (16, 12), backend=bad)
+    fastprep.gpu_resize(rgba, (16, 12), filter="nearest", backend=bad)

@@ -176,12 +176,47 @@ def _wall(fn: Any, repeat: int = 5) -> float:
     return statistics.median(times)
 
 
+def _jpeg_stages(blobs: list[bytes]) -> dict[str, float]:
+    """Where the GPU JPEG path's time goes, stage by stage (best of 5, seconds): header parsing,
+    entropy decoding on the CPU threads into pinned memory, and the coefficients' upload."""
+    import cupy
+
+    from fastprep import _core
+
+    def best(fn: Any) -> float:
+        return min(_cpu_time(fn, repeat=1) for _ in range(5))
+
+    layouts = _core.jpeg_layouts(blobs, None, True, None)
+    offsets, total = [], 0
+    for lay in layouts:
+        plan = gpu.plan_jpeg(lay, 1)
+        assert plan is not None
+        offsets.append(total)
+        total += gpu._align(2 * plan.coefficients)
+    host, release = gpu._backend().staging(total)
+    dev = cupy.empty(total, cupy.uint8)
+
+    def upload() -> None:
+        gpu._backend().upload(dev, host, 0, total)
+        cupy.cuda.get_current_stream().synchronize()
+
+    r = {
+        "coefficient_MB": total / 1e6,
+        "headers_s": best(lambda: _core.jpeg_layouts(blobs, None, True, None)),
+        "entropy_decoding_s": best(lambda: _core.jpeg_coefficients_into(blobs, offsets, host, None)),
+        "upload_s": best(upload),
+    }
+    release()
+    return r
+
+
 def _jpeg_bench(n: int) -> dict[str, Any]:
     import cupy
 
     blobs, what = _jpegs(n)
     r: dict[str, Any] = {"input": what, "batch": n, "output": "224x224 NCHW float32, resize 256 + center crop"}
     cpu = fastprep.preprocess(blobs)
+    r["stages"] = _jpeg_stages(blobs)
     for draft in (False, True):
         tag = "fastprep_gpu" + ("_draft" if draft else "")
         got = fastprep.preprocess(blobs, device="cuda", draft=draft)

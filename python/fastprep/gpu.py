@@ -36,9 +36,12 @@ __all__ = ["gpu_preprocess", "gpu_resize"]
 DESC_LEN = 15
 BLOCK = (32, 8, 1)
 _DTYPES = {"uint8": 0, "float32": 1, "float16": 2}
-# The horizontal pass through shared memory (1) or straight from global memory (0): resize.cu's
-# H_SHARED. Both are exact; the switch is here for the tests and the GPU check, which run both.
-H_SHARED = 1
+# The horizontal pass straight from global memory (0) or through shared memory (1): resize.cu's
+# H_SHARED. Both are exact. On the H200 the first shared-memory form was slower (1080p -> 224
+# horizontal pass 1.6 ms against 1.0 ms): its taps, ~26 bytes apart per lane, fall on a few banks.
+# Both forms have since changed (tap-major weights, word-wise staging) and were not timed on a
+# GPU again; the GPU check times both, and the tests run both.
+H_SHARED = 0
 
 
 class Backend(Protocol):
@@ -684,6 +687,8 @@ def gpu_resize(
     if dtype == "uint8" and channels not in (1, 3, 4):
         raise ValueError(f"uint8 images need 1, 3 or 4 channels (L, RGB, RGBA), got {channels}")
     flat = xp.concatenate(parts) if len(parts) > 1 else parts[0]
+    if dtype == "uint8" and channels == 4 and filter != "nearest" and hasattr(be, "device_id"):
+        _check_premultiplied_rgba(be)
     n = len(images)
     per = out_w * out_h * channels
     if layout == "NHWC":
@@ -697,6 +702,40 @@ def gpu_resize(
     windows = [(0, 0, out_w, out_h)] * n
     run_resize(be, flat, images, channels, dtype, targets, windows, filter, antialias, out, outs)
     return out.reshape(shape)
+
+
+# Devices (by id) on which RGBA through Pillow's premultiplication was checked against the CPU
+# path: True where it matched. The first real-GPU run (H200, CUDA 13 NVRTC) returned the RGB of
+# such images still premultiplied, while the CPU emulation of the same kernel text, and the
+# CUDA 12 NVRTC PTX of it, undo it; until that is understood, a wrong result is refused rather
+# than returned.
+_RGBA_CHECKED: dict[int, bool] = {}
+
+
+def _check_premultiplied_rgba(be: Any) -> None:
+    """Once per device: a small RGBA resize on the GPU against fastprep.resize (one device to
+    host copy of 20x15 pixels, at the first RGBA call only)."""
+    import numpy as np
+
+    from .image import resize
+
+    device = be.device_id
+    ok = _RGBA_CHECKED.get(device)
+    if ok is None:
+        _RGBA_CHECKED[device] = True  # the check's own gpu_resize call must not check again
+        img = np.random.default_rng(0).integers(0, 256, (1, 37, 53, 4), dtype=np.uint8)
+        try:
+            asnumpy = getattr(be.xp, "asnumpy", np.asarray)
+            got = asnumpy(gpu_resize(be.asarray(img), (20, 15), filter="bilinear", backend=be))
+            ok = bool(np.array_equal(got[0], resize(img[0], (20, 15), filter="bilinear")))
+        finally:
+            _RGBA_CHECKED[device] = bool(ok)
+    if not ok:
+        raise DeviceUnavailableError(
+            "gpu_resize of RGBA uint8 images did not match the CPU path on this device (a one-time "
+            "self-check); resize RGBA images with fastprep.resize on the CPU, or drop alpha "
+            "(3 channels) or use float32 for the GPU"
+        )
 
 
 def _device_array(be: Backend, obj: Any) -> Any:
