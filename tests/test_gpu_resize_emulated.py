@@ -53,6 +53,8 @@ def test_uint8_equals_cpu_path(f, channels, h_shared):
         assert got.shape == (3, size[1], size[0], channels) and got.dtype == np.uint8
         for i in range(3):
             np.testing.assert_array_equal(got[i], _cpu(batch[i], size, f), err_msg=f"{f} {channels}ch {size} #{i}")
+    # each launch carries the form asked for, also where the plan was cached under the other one
+    assert {d["H_SHARED"] for _, d, _ in be.launches} == {h_shared}
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])

@@ -218,7 +218,8 @@ def run_resize(
     for ln in plan.launches:
         src = flat if ln.src == -1 else temps[ln.src]
         dst = out if ln.dst == -2 else temps[ln.dst]
-        backend.launch(source, dict(ln.defines), ln.kernel, ln.grid, (src, dst, ln.desc, ln.bounds, ln.weights))
+        defines = dict(ln.defines, H_SHARED=H_SHARED)  # read at each call: the tests switch it
+        backend.launch(source, defines, ln.kernel, ln.grid, (src, dst, ln.desc, ln.bounds, ln.weights))
 
 
 def _plan_resize(
@@ -324,7 +325,6 @@ def _plan_resize(
                 "DST_DTYPE": dst_code,
                 "PREMUL_IN": int(premul and p == 0),
                 "UNPREMUL_OUT": int(premul and last),
-                "H_SHARED": H_SHARED,
             }
             kernel = "resize_horizontal" if axis == 0 else "resize_vertical"
             launches.append(
