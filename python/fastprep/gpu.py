@@ -24,7 +24,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, NamedTuple, Protocol
 
 from . import _core
 from .errors import DecodeError, DeviceUnavailableError
@@ -61,10 +61,10 @@ def _axis(in_size: int, out_size: int, filter: str, fixed: bool, antialias: bool
     return _core.resize_tables(in_size, out_size, filter, fixed, antialias)
 
 
-@dataclass(frozen=True)
-class _Image:
+class _Image(NamedTuple):
     """One image of the batch as the kernels see it: an element offset and strides into a
-    flat buffer."""
+    flat buffer. (A named tuple: a call's plan is looked up by its images, so they hash and
+    compare at C speed.)"""
 
     offset: int
     h: int
