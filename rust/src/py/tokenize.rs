@@ -7,7 +7,7 @@ use super::threads;
 use crate::tokenize::added::AddedToken;
 use crate::tokenize::{
     Direction, EncodeOptions, Input, Offsets, Padding, PaddingStrategy, Tokenizer, Truncation,
-    TruncationStrategy, PARALLEL_TEXT_MIN,
+    TruncationStrategy,
 };
 use crate::TokenizeError;
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -244,7 +244,7 @@ impl PyTokenizer {
                 if let Ok(text) = s.to_str() {
                     // A long text is cut into parts encoded on the pool (see
                     // `tokenize::long_text`); a short one stays on this thread.
-                    let threads_n = if text.len() >= PARALLEL_TEXT_MIN {
+                    let threads_n = if tok.parallel_text(text.len()) {
                         threads::resolve(None)
                     } else {
                         1

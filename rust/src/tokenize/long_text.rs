@@ -39,6 +39,12 @@ const CUT_SEARCH: usize = 8 * 1024;
 type Unit = (Option<u32>, usize, usize);
 
 impl Tokenizer {
+    /// Whether `encode_ids_parallel` would cut `text` (of `len` bytes) into parts: a caller
+    /// asks this before handing the text to a pool, which gains nothing otherwise.
+    pub fn parallel_text(&self, len: usize) -> bool {
+        len >= PARALLEL_TEXT_MIN && self.fused().is_some()
+    }
+
     /// `encode_ids` of `text`, on the threads of the rayon pool it is called in when the text is
     /// long (`PARALLEL_TEXT_MIN`), the tokenizer runs the fused ids-only loop, and the pool has
     /// more than one thread; `encode_ids` itself otherwise. The ids are the same either way.

@@ -33,7 +33,7 @@ use crate::error::TokenizeError;
 use added::AddedVocab;
 use decode::Decoder;
 pub use encoding::{Direction, Encoding};
-pub use long_text::PARALLEL_TEXT_MIN;
+
 use model::Model;
 use normalize::{Normalizer, Outcome};
 use postprocess::PostProcessor;
