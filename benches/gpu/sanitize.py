@@ -22,8 +22,12 @@ for f in ("nearest", "box", "bilinear", "hamming", "bicubic", "lanczos"):
 flt = cupy.asarray(rng.random((2, 3, 45, 61), dtype=np.float32))
 fastprep.gpu_resize(flt, (20, 70), filter="bicubic", layout="NCHW")
 rgba = rng.integers(0, 256, (2, 33, 47, 4), dtype=np.uint8)
-got = cupy.asnumpy(fastprep.gpu_resize(cupy.asarray(rgba), (15, 66), filter="lanczos"))
-bad += sum(int(not np.array_equal(got[i], fastprep.resize(rgba[i], (15, 66), filter="lanczos"))) for i in range(2))
+try:
+    got = cupy.asnumpy(fastprep.gpu_resize(cupy.asarray(rgba), (15, 66), filter="lanczos"))
+    bad += sum(int(not np.array_equal(got[i], fastprep.resize(rgba[i], (15, 66), filter="lanczos"))) for i in range(2))
+except fastprep.DeviceUnavailableError as e:  # the RGBA self-check refused this device: say so, go on
+    print(f"RGBA refused: {e}")
+    bad += 1
 folder = pathlib.Path(fastprep.__file__).parent / "data" / "images"
 blobs = [p.read_bytes() for p in sorted(folder.glob("*"))]
 for draft in (False, True):
