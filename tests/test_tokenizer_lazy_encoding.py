@@ -178,6 +178,44 @@ def test_a_large_batch_builds_its_ids_lists_up_front_with_exact_refcounts():
     assert sys.getrefcount(int_x) == before
 
 
+@pytest.mark.parametrize("num_threads", [1, 2])
+def test_a_large_batch_under_constant_garbage_collection(num_threads):
+    """The up-front lists are kept out of the collector's sight until they are full (a
+    collection walks every slot of a young list): with a collection at every allocation, the
+    batch is still right, and the lists it returns are tracked again, so a cycle a caller makes
+    through one is still collected."""
+    import gc
+    import weakref
+
+    js = data.cl100k_tokenizer_json()
+    hf = tokenizers.Tokenizer.from_str(js)
+    tok = Tokenizer.from_str(js)
+    texts = [f"{i} " + data.corpus_documents(200_000)[i % 50] for i in range(120)]
+    want = [e.ids for e in hf.encode_batch(texts, add_special_tokens=False)]
+    before = gc.get_threshold()
+    gc.set_threshold(1)
+    try:
+        got = tok.encode_batch(texts, add_special_tokens=False, num_threads=num_threads)
+        gc.collect()
+    finally:
+        gc.set_threshold(*before)
+    lists = [e.ids for e in got]
+    assert lists == want
+    assert all(gc.is_tracked(x) for x in lists[:5])
+
+    class Node:
+        pass
+
+    node = Node()
+    ids = tok.encode_batch(texts, add_special_tokens=False)[0].ids
+    node.ids = ids
+    ids.append(node)  # a cycle: node -> list -> node
+    gone = weakref.ref(node)
+    del node, ids
+    gc.collect()
+    assert gone() is None
+
+
 def test_ids_lists_hold_exact_references_to_the_shared_ints():
     """`ids` fills its list with shared ints (stored in place where the list layout allows):
     each list holds one reference per use of an int, small or not, and gives them all back."""

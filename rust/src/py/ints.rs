@@ -196,26 +196,39 @@ impl IntCache {
         Ok(list)
     }
 
-    /// Lists of the ids of many rows at once (a batch's `ids`). Token by token, `list` touches
-    /// the refcount of an int at random in memory (a cache miss for most of a large batch's
-    /// ids); here each int gets all the references the batch takes of it at once, one int after
-    /// the other, and the lists are then filled with no refcount to touch (2x faster on the
-    /// test corpus through the C API, when that was one `Py_IncRef` call per use). Counting the
-    /// uses and filling the lists touch no Python object, so they run on `threads` threads (on
-    /// one, 6 ms of the 5 MB test batch's 30): the GIL stays held meanwhile, so nothing else can
-    /// see the half-filled lists, and only the refcounts are bumped, here, under it. (Filling and
-    /// counting in one pass per job, each job then adding its counts to the refcounts
-    /// atomically, measured slower here: 38-40 ms against 28-39 for the batch.)
-    pub fn lists(
-        &self,
+    /// New lists of `lens` NULL slots each, for `fill`, which they must go through before any
+    /// Python code sees them. They are untracked by the garbage collector until then: a
+    /// collection walks every slot of every young list, NULL or not (three collections walked
+    /// the test batch's 2171 new lists, 0.6 ms each, while the call made its other objects).
+    pub fn empty_lists(
         py: Python<'_>,
-        rows: &[&[u32]],
-        threads: usize,
+        lens: impl Iterator<Item = usize>,
     ) -> PyResult<Vec<Py<PyList>>> {
-        let lists = rows
-            .iter()
-            .map(|row| new_list(py, row.len()))
-            .collect::<PyResult<Vec<_>>>()?;
+        lens.map(|n| {
+            let list = new_list(py, n)?;
+            // SAFETY: a list just made and tracked; `fill` tracks it again (and a list dropped
+            // untracked is fine: list_dealloc untracks only what is tracked).
+            unsafe { ffi::PyObject_GC_UnTrack(list.as_ptr().cast()) };
+            Ok(list.unbind())
+        })
+        .collect()
+    }
+
+    /// Fills `lists` (from `empty_lists`, one per row) with the ids of many rows at once (a
+    /// batch's `ids`). Token by token, `list` touches the refcount of an int at random in memory
+    /// (a cache miss for most of a large batch's ids); here each int gets all the references the
+    /// batch takes of it at once, one int after the other, and the lists are then filled with no
+    /// refcount to touch (2x faster on the test corpus through the C API, when that was one
+    /// `Py_IncRef` call per use). Counting the uses and filling the lists touch no Python object,
+    /// so they run on `threads` threads (on one, 6 ms of the 5 MB test batch's 30): the GIL stays
+    /// held meanwhile, so no Python code can see the half-filled lists, and only the refcounts
+    /// are bumped, here, under it. (Filling and counting in one pass per job, each job then
+    /// adding its counts to the refcounts atomically, measured slower here: 38-40 ms against
+    /// 28-39 for the batch.) The caller fills the lists last, once every object that holds them
+    /// is made: an allocation can start a garbage collection, which walks every young list's
+    /// items, and empty slots cost it nothing.
+    pub fn fill(&self, py: Python<'_>, lists: &[Py<PyList>], rows: &[&[u32]], threads: usize) {
+        debug_assert_eq!(lists.len(), rows.len());
         // Every use of a cached int, counted per share of the rows, then summed.
         let slots = self.slots.len();
         let shares: Vec<&[&[u32]]> = rows
@@ -252,7 +265,7 @@ impl IntCache {
             Some(layout) if past == 0 => {
                 let jobs: Vec<(&[u32], Items)> = rows
                     .iter()
-                    .zip(&lists)
+                    .zip(lists)
                     // SAFETY: `list` is a live list of this layout.
                     .map(|(row, list)| (*row, Items(unsafe { layout.items(list.as_ptr()) })))
                     .collect();
@@ -277,14 +290,17 @@ impl IntCache {
                         } else {
                             id.into_pyobject(py).expect("int").into_ptr()
                         };
-                        // SAFETY: an in-range NULL slot of a list no one else has seen yet;
+                        // SAFETY: an in-range NULL slot of a list no Python code has seen yet;
                         // `p` is a reference the list takes over.
                         unsafe { ffi::PyList_SetItem(list.as_ptr(), i as ffi::Py_ssize_t, p) };
                     }
                 }
             }
         }
-        Ok(lists.into_iter().map(Bound::unbind).collect())
+        for list in lists {
+            // SAFETY: a full list from `empty_lists`, untracked since (see there).
+            unsafe { ffi::PyObject_GC_Track(list.as_ptr().cast()) };
+        }
     }
 }
 

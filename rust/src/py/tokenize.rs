@@ -302,16 +302,16 @@ impl PyTokenizer {
     #[pyo3(signature = (inputs, is_pretokenized = false, add_special_tokens = true, num_threads = None, offsets = true, lazy = true))]
     // Python keyword arguments, mirrored one to one.
     #[allow(clippy::too_many_arguments, clippy::fn_params_excessive_bools)]
-    fn encode_batch(
+    fn encode_batch<'py>(
         &self,
-        py: Python<'_>,
+        py: Python<'py>,
         inputs: &Bound<'_, PyAny>,
         is_pretokenized: bool,
         add_special_tokens: bool,
         num_threads: Option<usize>,
         offsets: bool,
         lazy: bool,
-    ) -> PyResult<Vec<PyEncoding>> {
+    ) -> PyResult<Bound<'py, PyList>> {
         let owned = extract_batch(inputs, is_pretokenized)?;
         let (tok, padding, truncation) = self.snapshot();
         let n = threads::resolve(num_threads);
@@ -352,20 +352,20 @@ impl PyTokenizer {
             };
             let batch = Arc::new(LazyBatch::new(texts, settings, n));
             // The `ids` lists that nearly every caller reads next, built now for a large batch,
-            // all at once (see `IntCache::lists`).
+            // all at once (see `IntCache::fill`): made empty, handed to their Encodings, and
+            // filled once every Python object of the call is made.
             let total: usize = ids.iter().map(|r| r.0.len()).sum();
-            let mut lists = if total >= PREBUILT_LISTS_MIN {
-                let rows: Vec<&[u32]> = ids.iter().map(|r| &r.0[..]).collect();
-                self.ints
-                    .lists(py, &rows, n)?
-                    .into_iter()
-                    .map(Some)
-                    .collect()
+            let lists = if total >= PREBUILT_LISTS_MIN {
+                IntCache::empty_lists(py, ids.iter().map(|r| r.0.len()))?
             } else {
                 Vec::new()
-            }
-            .into_iter();
-            return Ok(ids
+            };
+            // Where each row's ids are: a Vec's buffer stays where it is when the Vec moves
+            // into its Encoding's body below, and nothing changes it while `out` holds them.
+            let rows: Vec<(*const u32, usize)> =
+                ids.iter().map(|r| (r.0.as_ptr(), r.0.len())).collect();
+            let mut prebuilt = lists.iter();
+            let encodings = ids
                 .into_iter()
                 .enumerate()
                 .map(|(index, (ids, _))| {
@@ -375,12 +375,26 @@ impl PyTokenizer {
                         index,
                     };
                     let (tok, ints) = (Arc::clone(&tok), Arc::clone(&self.ints));
-                    match lists.next().flatten() {
-                        Some(list) => PyEncoding::with_ids_list(body, tok, ints, list),
+                    let enc = match prebuilt.next() {
+                        Some(list) => {
+                            PyEncoding::with_ids_list(body, tok, ints, list.clone_ref(py))
+                        }
                         None => PyEncoding::new(body, tok, ints),
-                    }
+                    };
+                    Py::new(py, enc)
                 })
-                .collect());
+                .collect::<PyResult<Vec<_>>>()?;
+            let out = PyList::new(py, encodings)?;
+            if !lists.is_empty() {
+                // SAFETY: each pointer and length is a row's ids, kept alive and unchanged by
+                // its Encoding in `out` (see `rows`).
+                let rows: Vec<&[u32]> = rows
+                    .iter()
+                    .map(|&(p, n)| unsafe { std::slice::from_raw_parts(p, n) })
+                    .collect();
+                self.ints.fill(py, &lists, &rows, n);
+            }
+            return Ok(out);
         }
         let opts = EncodeOptions {
             add_special_tokens,
@@ -399,10 +413,12 @@ impl PyTokenizer {
                 tok.encode_batch(&inputs, &opts, false)
             }
         })?;
-        Ok(encs
-            .into_iter()
-            .map(|enc| PyEncoding::new(Body::Full(enc), Arc::clone(&tok), Arc::clone(&self.ints)))
-            .collect())
+        PyList::new(
+            py,
+            encs.into_iter().map(|enc| {
+                PyEncoding::new(Body::Full(enc), Arc::clone(&tok), Arc::clone(&self.ints))
+            }),
+        )
     }
 
     /// Ids of many texts as flat arrays: (ids as little-endian u32 bytes, lengths as u64
