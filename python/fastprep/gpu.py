@@ -152,6 +152,19 @@ class _Launch:
     dst: int
 
 
+class _ResizeJob(NamedTuple):
+    """What `run_resize` is asked to do, less the buffers: what its plan depends on."""
+
+    images: tuple[_Image, ...]
+    channels: int
+    dtype: str
+    targets: tuple[tuple[int, int], ...]
+    windows: tuple[Window, ...]
+    filter: str
+    antialias: bool
+    out_images: tuple[_Image, ...]
+
+
 @dataclass(frozen=True)
 class _ResizePlan:
     """What a resize call launches, built once per geometry (see `_PLANS`): the copies of images
@@ -188,25 +201,17 @@ def run_resize(
     windows[i] of the result to out_images[i] of `out`. Images taking the same passes share
     launches: at most two kernels per group, whatever the batch size."""
     xp = backend.xp
-    key = (
-        type(backend).__name__,
-        getattr(backend, "device_id", None),
-        int(_core.pillow_order(None)),  # the pass order rule the plan asked for
-        tuple(images),
-        channels,
-        dtype,
-        tuple(targets),
-        tuple(windows),
-        filter,
-        antialias,
-        tuple(out_images),
+    job = _ResizeJob(
+        tuple(images), channels, dtype, tuple(targets), tuple(windows), filter, antialias, tuple(out_images)
     )
+    # the pass order rule the plan asks for (fastprep.pillow_order) is part of the key too
+    key = (type(backend).__name__, getattr(backend, "device_id", None), int(_core.pillow_order(None)), job)
     with _PLANS_LOCK:
         plan = _PLANS.get(key)
         if plan is not None:
             _PLANS.move_to_end(key)
     if plan is None:
-        plan = _plan_resize(backend, images, channels, dtype, targets, windows, filter, antialias, out_images)
+        plan = _plan_resize(backend, job)
         with _PLANS_LOCK:
             _PLANS[key] = plan
             while len(_PLANS) > _PLANS_MAX:
@@ -222,17 +227,8 @@ def run_resize(
         backend.launch(source, defines, ln.kernel, ln.grid, (src, dst, ln.desc, ln.bounds, ln.weights))
 
 
-def _plan_resize(
-    backend: Backend,
-    images: list[_Image],
-    channels: int,
-    dtype: str,
-    targets: list[tuple[int, int]],
-    windows: list[Window],
-    filter: str,
-    antialias: bool,
-    out_images: list[_Image],
-) -> _ResizePlan:
+def _plan_resize(backend: Backend, job: _ResizeJob) -> _ResizePlan:
+    images, channels, dtype, targets, windows, filter, antialias, out_images = job
     code = _DTYPES[dtype]
     fixed = code == 0
     premul = channels == 4 and fixed and filter != "nearest"
