@@ -180,6 +180,11 @@ __device__ __forceinline__ void resample_pixel(
     }
 #if UNPREMUL_OUT && CHANNELS == 4
     // Pillow's RGBa -> RGBA: colour * 255 / alpha, truncated, clipped; alpha 0 and 255 unchanged.
+    // Written as one unsigned range test on purpose: `alpha != 0 && alpha != 255` after the clamp
+    // above is compiled by CUDA 13.0's NVRTC for sm_90 into a VIMNMX.RELU with a predicate
+    // output (SASS), and on an H200 that skipped the division for every alpha (the colours came
+    // back premultiplied); NVRTC 13.5 compiles the same text with plain compares, and this form
+    // with plain compares under both.
     const unsigned int alpha = (unsigned int)res[3];
     if (alpha - 1u < 254u) {
         for (int c = 0; c < 3; ++c) {

@@ -3,7 +3,7 @@
 # wheel built on a CPU machine (dist/fastprep-*.whl, carried) next to the machine's own CuPy,
 # PyTorch, torchvision and OpenCV, run the GPU tests, the GPU benchmarks and a compute-sanitizer
 # memcheck of a small workload, and write the results to $OUT (default benches/results/):
-# gpu.txt (device, versions), gpu-tests.log/.xml, gpu-bench.json/.log, sanitizer.log.
+# gpu.txt (device, versions), gpu-tests.log/.xml, gpu-bench.json/.log, sanitizer.log, sass.txt.
 # Each stage has its own time limit, so one that hangs leaves the others' results.
 # Usage, from the repository root: bash benches/gpu/run.sh
 set -uo pipefail
@@ -43,5 +43,10 @@ if command -v compute-sanitizer >/dev/null 2>&1; then
     san_rc=$?
     tail -n 30 "$OUT/sanitizer.log"
 fi
-echo "tests rc=$tests_rc bench rc=$bench_rc sanitizer rc=$san_rc"
-exit $(( tests_rc || bench_rc ))
+# The SASS of every kernel variant from this machine's NVRTC, searched for the VIMNMX form that
+# miscompiled RGBA's unpremultiply under CUDA 13.0 (see sass_check.py).
+timeout 120 "$PY" benches/gpu/sass_check.py > "$OUT/sass.txt" 2>&1
+sass_rc=$?
+cat "$OUT/sass.txt"
+echo "tests rc=$tests_rc bench rc=$bench_rc sanitizer rc=$san_rc sass rc=$sass_rc"
+exit $(( tests_rc || bench_rc || sass_rc ))

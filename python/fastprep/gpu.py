@@ -701,10 +701,11 @@ def gpu_resize(
 
 
 # Devices (by id) on which RGBA through Pillow's premultiplication was checked against the CPU
-# path: True where it matched. The first real-GPU run (H200, CUDA 13 NVRTC) returned the RGB of
-# such images still premultiplied, while the CPU emulation of the same kernel text, and the
-# CUDA 12 NVRTC PTX of it, undo it; until that is understood, a wrong result is refused rather
-# than returned.
+# path: True where it matched. On the first real GPU (H200, CUDA 13.0's NVRTC) such images came
+# back still premultiplied: that compiler turned the unpremultiply's `alpha != 0 && alpha != 255`
+# into a VIMNMX with a predicate output that skipped it (resize.cu now tests the range another
+# way, which compiles to plain compares, but no GPU has run that yet). A compiler can do this
+# again, so a wrong result is refused rather than returned.
 _RGBA_CHECKED: dict[int, bool] = {}
 
 
