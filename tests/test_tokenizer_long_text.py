@@ -101,3 +101,26 @@ def monkeypatch_session_threads():
     mp.setenv("FASTPREP_NUM_THREADS", "4")
     yield
     mp.undo()
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_a_long_texts_ids_list_holds_exact_references(cl100k, monkeypatch, threads):
+    """A list of 64k+ ids is filled on the pool (each int's references added at once, the slots
+    written by several threads); it holds exactly one reference per id, gives them all back when
+    it goes, and is tracked by the GC like any list."""
+    import gc
+    import sys
+
+    hf, fp = cl100k
+    monkeypatch.setenv("FASTPREP_NUM_THREADS", threads)
+    text = _long_texts()["mixed corpus"] * 2
+    want = hf.encode(text, add_special_tokens=False).ids
+    assert len(want) >= 1 << 16
+    first = fp.encode(text, add_special_tokens=False).ids
+    assert first == want and gc.is_tracked(first)
+    x = next(i for i in first if i > 1000)
+    before = sys.getrefcount(x)
+    more = fp.encode(text, add_special_tokens=False).ids
+    assert sys.getrefcount(x) == before + want.count(x)
+    del more
+    assert sys.getrefcount(x) == before

@@ -18,6 +18,12 @@ use pyo3::types::PyList;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Mutex, PoisonError};
 
+/// Lists of at least this many ids (a long text's, ~250 KB of it) are filled on the pool.
+const PARALLEL_LIST_MIN: usize = 1 << 16;
+
+/// A part of a list to fill: the list, its first slot, and the ids to write from there.
+type Part<'a> = (&'a Py<PyList>, usize, &'a [u32]);
+
 /// Ids at or below this are CPython's small ints (shared, immortal from 3.12).
 const SMALL_INT_MAX: u32 = 256;
 
@@ -166,8 +172,22 @@ impl IntCache {
         p
     }
 
-    /// The list of `ids`.
+    /// The list of `ids`. A long one (a long text's) is filled on the pool, as a batch's are.
     pub fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+        let threads = threads::resolve(None);
+        if ids.len() >= PARALLEL_LIST_MIN && threads > 1 {
+            let list = Self::empty_lists(py, std::iter::once(ids.len()))?.remove(0);
+            let chunk = ids.len().div_ceil(threads * 4);
+            let parts: Vec<Part<'_>> = ids
+                .chunks(chunk)
+                .enumerate()
+                .map(|(k, row)| (&list, k * chunk, row))
+                .collect();
+            self.fill_parts(py, &parts, threads);
+            // SAFETY: full now, untracked since `empty_lists` (see there).
+            unsafe { ffi::PyObject_GC_Track(list.as_ptr().cast()) };
+            return Ok(list.into_bound(py));
+        }
         let list = new_list(py, ids.len())?;
         if let Some(layout) = ListLayout::get(py) {
             // SAFETY: a list no one else has seen, of `ids.len()` NULL slots, each written once
@@ -229,15 +249,26 @@ impl IntCache {
     /// items, and empty slots cost it nothing.
     pub fn fill(&self, py: Python<'_>, lists: &[Py<PyList>], rows: &[&[u32]], threads: usize) {
         debug_assert_eq!(lists.len(), rows.len());
-        // Every use of a cached int, counted per share of the rows, then summed.
+        let parts: Vec<Part<'_>> = lists.iter().zip(rows).map(|(l, r)| (l, 0, *r)).collect();
+        self.fill_parts(py, &parts, threads);
+        for list in lists {
+            // SAFETY: a full list from `empty_lists`, untracked since (see there).
+            unsafe { ffi::PyObject_GC_Track(list.as_ptr().cast()) };
+        }
+    }
+
+    /// `fill` of parts of lists: each `(list, first, ids)` writes `ids` into the slots of
+    /// `list` from `first` on. The parts of one list must not overlap.
+    fn fill_parts(&self, py: Python<'_>, parts: &[Part<'_>], threads: usize) {
+        // Every use of a cached int, counted per share of the parts, then summed.
         let slots = self.slots.len();
-        let shares: Vec<&[&[u32]]> = rows
-            .chunks(rows.len().div_ceil(threads.max(1)).max(1))
+        let shares: Vec<&[Part<'_>]> = parts
+            .chunks(parts.len().div_ceil(threads.max(1)).max(1))
             .collect();
         let counts = threads::map(threads, &shares, |share| {
             let mut uses = vec![0u32; slots];
             let mut past = 0usize;
-            for &id in share.iter().copied().flatten() {
+            for &id in share.iter().flat_map(|p| p.2) {
                 match uses.get_mut(id as usize) {
                     Some(u) => *u += 1,
                     None => past += 1,
@@ -263,11 +294,16 @@ impl IntCache {
         match ListLayout::get(py) {
             // Every id is a cached int: the item arrays are filled on the pool.
             Some(layout) if past == 0 => {
-                let jobs: Vec<(&[u32], Items)> = rows
+                let jobs: Vec<(&[u32], Items)> = parts
                     .iter()
-                    .zip(lists)
-                    // SAFETY: `list` is a live list of this layout.
-                    .map(|(row, list)| (*row, Items(unsafe { layout.items(list.as_ptr()) })))
+                    // SAFETY: `list` is a live list of this layout, of at least `first +
+                    // row.len()` slots.
+                    .map(|&(list, first, row)| {
+                        (
+                            row,
+                            Items(unsafe { layout.items(list.as_ptr()).add(first) }),
+                        )
+                    })
                     .collect();
                 threads::map(threads, &jobs, |(row, items)| {
                     for (i, &id) in row.iter().enumerate() {
@@ -282,7 +318,7 @@ impl IntCache {
                 });
             }
             _ => {
-                for (list, row) in lists.iter().zip(rows) {
+                for &(list, first, row) in parts {
                     for (i, &id) in row.iter().enumerate() {
                         let p = if (id as usize) < slots {
                             // One of the references counted above (`borrowed` made the int).
@@ -292,14 +328,12 @@ impl IntCache {
                         };
                         // SAFETY: an in-range NULL slot of a list no Python code has seen yet;
                         // `p` is a reference the list takes over.
-                        unsafe { ffi::PyList_SetItem(list.as_ptr(), i as ffi::Py_ssize_t, p) };
+                        unsafe {
+                            ffi::PyList_SetItem(list.as_ptr(), (first + i) as ffi::Py_ssize_t, p);
+                        };
                     }
                 }
             }
-        }
-        for list in lists {
-            // SAFETY: a full list from `empty_lists`, untracked since (see there).
-            unsafe { ffi::PyObject_GC_Track(list.as_ptr().cast()) };
         }
     }
 }
