@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 from . import _core
 
 __all__ = ["kernel_names", "kernel_source"]
@@ -12,6 +14,8 @@ def kernel_names() -> list[str]:
     return list(_core.kernel_names())
 
 
+@functools.cache
 def kernel_source(name: str) -> str:
-    """The text of one source, by file name with or without ``.cu``; KeyError lists the names."""
+    """The text of one source, by file name with or without ``.cu``; KeyError lists the names.
+    (Kept per name: the GPU launcher keys its compiled modules by the text, at every launch.)"""
     return str(_core.kernel_source(name))

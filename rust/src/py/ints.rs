@@ -174,8 +174,13 @@ impl IntCache {
 
     /// The list of `ids`. A long one (a long text's) is filled on the pool, as a batch's are.
     pub fn list<'py>(&self, py: Python<'py>, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
-        let threads = threads::resolve(None);
-        if ids.len() >= PARALLEL_LIST_MIN && threads > 1 {
+        // The length first: `resolve` reads the environment, too much for every short list.
+        let threads = if ids.len() >= PARALLEL_LIST_MIN {
+            threads::resolve(None)
+        } else {
+            1
+        };
+        if threads > 1 {
             let list = Self::empty_lists(py, std::iter::once(ids.len()))?.remove(0);
             let chunk = ids.len().div_ceil(threads * 4);
             let parts: Vec<Part<'_>> = ids
