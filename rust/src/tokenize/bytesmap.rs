@@ -157,6 +157,18 @@ impl<V: Copy + Default> BytesMap<V> {
         }
     }
 
+    /// Asks the CPU to start loading the slot where `key`'s lookup begins (`get` of a key not in
+    /// the cache's few lines ahead of it: one miss to memory otherwise, most of its time).
+    #[inline]
+    pub fn prefetch_key(&self, key: &[u8]) {
+        if self.len == 0 {
+            return;
+        }
+        let (k0, k1) = split(key);
+        let i = hash(k0, k1, key.len(), tail(key)) as usize & (self.slots.len() - 1);
+        prefetch(&self.slots[i]);
+    }
+
     /// Inserts or replaces. Keys must be shorter than 4 GiB and the arena must stay below 4 GiB.
     pub fn insert(&mut self, key: &[u8], value: V) {
         if (self.len + 1) * 3 > self.slots.len() * 2 {

@@ -82,7 +82,22 @@ impl Known {
 
     /// Calls `f(start, end)` for every match in `text`, in order (no intermediate vector).
     #[inline]
-    pub fn for_each(self, text: &str, mut f: impl FnMut(usize, usize)) {
+    pub fn for_each(self, text: &str, f: impl FnMut(usize, usize)) {
+        match self {
+            Self::Gpt2 => self.for_each_scalar(text, f),
+            Self::Cl100k { max_digits } => super::startmap::for_each(text, max_digits, f),
+        }
+    }
+
+    /// `find_iter` by the piece-at-a-time matcher (`for_each_scalar`).
+    pub fn find_iter_scalar(self, text: &str, out: &mut Vec<(usize, usize)>) {
+        self.for_each_scalar(text, |s, e| out.push((s, e)));
+    }
+
+    /// `for_each` a piece at a time: the matcher below, which `startmap`'s bit-parallel
+    /// cl100k splitter is checked against.
+    #[inline]
+    pub fn for_each_scalar(self, text: &str, mut f: impl FnMut(usize, usize)) {
         let mut sc = Scanner::new(text);
         let len = text.len();
         let mut pos = 0;
@@ -104,6 +119,23 @@ impl Known {
 // walking runs and mispredicting their ends (now about 11 ns a piece on ASCII text, 20 on the
 // rest); a block's masks cost a few SSE2 instructions per 16 ASCII bytes and one table lookup
 // per non-ASCII char.
+
+/// The class masks of any 64-byte block of a text (`startmap` builds on them).
+pub(super) struct BlockClasses<'a>(Scanner<'a>);
+
+impl<'a> BlockClasses<'a> {
+    pub(super) fn new(text: &'a str) -> Self {
+        Self(Scanner::new(text))
+    }
+
+    /// Letter, digit, white-space and other masks of the block at `base` (a multiple of 64
+    /// below the text's length): bit i for byte `base + i`, bytes past the text in none.
+    #[inline]
+    pub(super) fn block(&mut self, base: usize) -> [u64; 4] {
+        self.0.load(base);
+        self.0.m
+    }
+}
 
 /// Mask indices.
 const KL: usize = 0;
@@ -276,7 +308,7 @@ impl Scanner<'_> {
 /// Length of the UTF-8 sequence that starts with `lead`.
 #[allow(clippy::inline_always)] // per-piece helpers: measured slower when left to the inliner
 #[inline(always)]
-fn utf8_width(lead: u8) -> usize {
+pub(super) fn utf8_width(lead: u8) -> usize {
     match lead {
         0..0x80 => 1,
         0x80..0xE0 => 2,
@@ -410,7 +442,7 @@ unsafe fn letter_leads_sse2(p: *const u8) -> u64 {
 }
 
 /// `'s|'t|'re|'ve|'m|'ll|'d` after the apostrophe at `pos`: the match length after it.
-fn contraction(text: &str, pos: usize, fold: bool) -> Option<usize> {
+pub(super) fn contraction(text: &str, pos: usize, fold: bool) -> Option<usize> {
     let rest = &text[pos..];
     let mut it = rest.chars();
     let c1 = it.next()?;
@@ -521,7 +553,7 @@ fn cl100k_at(sc: &mut Scanner, pos: usize, max_digits: usize) -> usize {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     const PALETTE: &[&str] = &[
@@ -605,6 +637,15 @@ mod tests {
         }
     }
 
+    /// Up to `max_len` random picks from the palette (seeded).
+    pub(in crate::tokenize) fn random_text(seed: u64, max_len: usize) -> String {
+        let mut rng = Lcg(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ 0x5eed);
+        let len = rng.next() % max_len;
+        (0..len)
+            .map(|_| PALETTE[rng.next() % PALETTE.len()])
+            .collect()
+    }
+
     fn check(pattern: &str, known: Known, cases: usize, max_len: usize) {
         let re = onig::Regex::new(pattern).unwrap();
         let mut rng = Lcg(0x5eed);
@@ -617,6 +658,9 @@ mod tests {
             let mut got = Vec::new();
             known.find_iter(&text, &mut got);
             assert_eq!(got, want, "pattern {pattern:?} on {text:?}");
+            got.clear();
+            known.find_iter_scalar(&text, &mut got);
+            assert_eq!(got, want, "pattern {pattern:?} on {text:?} (scalar)");
         }
     }
 

@@ -1,9 +1,9 @@
 //! Zero-filled tables on transparent huge pages, for the per-thread piece caches.
 //!
-//! The hot cache is 8 MiB probed at random, one line per piece. On 4 KiB pages nearly every
+//! The hot cache is 16 MiB probed at random, one line per piece. On 4 KiB pages nearly every
 //! probe also misses the TLB (a few thousand entries cover a few MiB), so each lookup paid a
 //! page walk on top of the cache miss, and `perf annotate` put 30% of the encode loop on the
-//! instruction after the set's prefetch. Through `malloc` (which hands out 8 MiB as its own
+//! instruction after the set's prefetch. Through `malloc` (which hands out such a table as its own
 //! `mmap`, 16 bytes past a page boundary) the kernel never backs the table with huge pages, so
 //! on Linux a table here is its own anonymous mapping, 2 MiB-aligned and advised
 //! `MADV_HUGEPAGE` before its first touch: under the common `madvise` policy it then faults in

@@ -100,7 +100,7 @@ impl Tokenizer {
 
 /// Whether no match of a known pattern can span the bytes `b[p - 1]` and `b[p]` (see the
 /// module doc); `newline` allows the cut after a newline (cl100k's and Qwen2's patterns).
-fn safe_cut(b: &[u8], p: usize, newline: bool) -> bool {
+pub(super) fn safe_cut(b: &[u8], p: usize, newline: bool) -> bool {
     let space = |c: u8| matches!(c, b'\t'..=b'\r' | b' ');
     let (x, y) = (b[p - 1], b[p]);
     (x.is_ascii_alphabetic() && space(y)) || (newline && x == b'\n' && y.is_ascii() && !space(y))

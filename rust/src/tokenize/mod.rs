@@ -23,6 +23,7 @@ pub mod precompiled;
 pub mod pretokenize;
 pub mod sentencepiece;
 pub mod spm_normalize;
+mod startmap;
 pub mod tiktoken;
 pub mod unicode_scripts;
 pub mod unigram;

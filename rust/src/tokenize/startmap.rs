@@ -1,0 +1,402 @@
+//! cl100k's pre-tokenization (and Qwen2's) as a bitmap of piece starts, computed 64 bytes at a
+//! time with whole-word bit operations, then walked with `trailing_zeros`.
+//!
+//! Why: `fastsplit`'s matcher decides each piece's end with a few branches on the classes around
+//! it, and pieces (4-5 bytes on average) alternate between kinds at random, so those branches
+//! mispredict about once a piece; that made the splitter a third of the cl100k encode. Here the
+//! classes of a block become its piece starts with no branch per piece. The rules are derived
+//! from the pattern's alternatives, tried leftmost-first at a piece start:
+//!
+//! `(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|
+//! \s*[\r\n]+|\s+(?!\S)|\s+`
+//!
+//! With L letters, N digits, S white space (NL its `\r`/`\n`, SX the rest) and O everything else
+//! (classes as `fastsplit` reads them off Oniguruma), a char starts a piece when it is:
+//! - the first letter of a run of letters, unless the char before it is SX, or a "free" O: an O
+//!   that starts its piece alone (that char is then the run's one-char prefix);
+//! - the first O of a run of O, unless a space (0x20) is right before it (` ?` takes the space
+//!   into the O run's piece). Such an O is "free";
+//! - the first digit of a run, and every `max_digits`-th after it;
+//! - the first char of a run of white space, unless the run follows an O and begins with NL (the
+//!   O run's `[\r\n]*` takes those NL; the first SX after them starts the rest);
+//! - in a run of white space: the first SX after its last NL (`\s*[\r\n]+` ends at that NL), and
+//!   its last char when that is SX and more text follows (`\s+(?!\S)` backs off one char, which
+//!   then starts the next piece, or is a prefix of it);
+//! - after a free apostrophe's contraction, the next letter (`'sa` is `'s`, `a`).
+//!
+//! The local rules are bit operations over a 128-bit window (the block with 32 bytes each side);
+//! the four that reach past a few bytes (the NL absorbed by an O run, the last NL of a white-space
+//! run, long digit runs, contractions) are rare, and take a scalar look at each candidate.
+//! `tests::agrees_with_the_matcher` checks every split against `fastsplit`'s matcher (itself
+//! checked against Oniguruma), on random text of the tricky chars and across blocks.
+use super::fastsplit::{contraction, utf8_width, BlockClasses};
+use super::long_text::safe_cut;
+use std::cell::RefCell;
+
+/// Texts are split in segments of about this many bytes (cut where no piece can cross, see
+/// `next_cut`), so the masks of one stay in the L1/L2 cache however long the text.
+const SEGMENT: usize = 16 * 1024;
+
+/// The classes of one 64-byte block (bit i: byte i), as `BlockClasses` gives them, plus the
+/// bytes the rules test one by one.
+#[derive(Clone, Copy, Default)]
+struct Block {
+    l: u64,
+    n: u64,
+    s: u64,
+    o: u64,
+    /// `\r` or `\n`.
+    nl: u64,
+    /// `' '`.
+    sp: u64,
+    /// `'`.
+    ap: u64,
+    /// UTF-8 continuation bytes.
+    cont: u64,
+}
+
+#[derive(Default)]
+struct Buffers {
+    blocks: Vec<Block>,
+    starts: Vec<u64>,
+}
+
+thread_local! {
+    static BUFFERS: RefCell<Buffers> = RefCell::new(Buffers::default());
+}
+
+/// Calls `f(start, end)` for every match of the cl100k-family pattern in `text`, in order
+/// (`max_digits`: 3 for cl100k, 1 for Qwen2).
+pub(super) fn for_each(text: &str, max_digits: usize, mut f: impl FnMut(usize, usize)) {
+    if text.is_empty() {
+        return;
+    }
+    let mut run = |bufs: &mut Buffers| {
+        let b = text.as_bytes();
+        let mut start = 0;
+        while start < b.len() {
+            let end = next_cut(b, start + SEGMENT).unwrap_or(b.len());
+            let seg = &text[start..end];
+            segment(seg, max_digits, bufs);
+            emit(&bufs.starts, seg.len(), |s, e| f(start + s, start + e));
+            start = end;
+        }
+    };
+    BUFFERS.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut bufs) => {
+            run(&mut bufs);
+            // A text with no place to cut for long was one segment: its masks are not kept.
+            if bufs.blocks.capacity() > 4 * SEGMENT / 64 {
+                *bufs = Buffers::default();
+            }
+        }
+        // Re-entered (a callback that splits again): buffers of its own.
+        Err(_) => run(&mut Buffers::default()),
+    });
+}
+
+/// The first place at or after `from` where the text may be cut with no piece crossing it and
+/// no piece after it depending on the text before: after a `\n` before an ASCII char that is
+/// not white space (that char always starts a piece: a letter, digit or O right after a NL has
+/// no prefix), or after an ASCII letter before white space (the white space starts a piece,
+/// with nothing before it to take its NL). Every rule's look back stops at such a char
+/// (`long_text` cuts at the same places).
+fn next_cut(b: &[u8], from: usize) -> Option<usize> {
+    (from.max(1)..b.len()).find(|&p| safe_cut(b, p, true))
+}
+
+/// Fills `bufs.starts` with the piece starts of `text` (bit i of word i / 64: byte i).
+fn segment(text: &str, max_digits: usize, bufs: &mut Buffers) {
+    let b = text.as_bytes();
+    let nblocks = b.len().div_ceil(64);
+    let blocks = &mut bufs.blocks;
+    blocks.clear();
+    let mut classes = BlockClasses::new(text);
+    for k in 0..nblocks {
+        let [l, n, s, o] = classes.block(k * 64);
+        let [nl, sp, ap, cont] = byte_masks(b, k * 64);
+        blocks.push(Block {
+            l,
+            n,
+            s,
+            o,
+            nl,
+            sp,
+            ap,
+            cont,
+        });
+    }
+    let starts = &mut bufs.starts;
+    starts.clear();
+    starts.resize(nblocks, 0);
+    for k in 0..nblocks {
+        let (bits, special) = block_starts(blocks, k, max_digits);
+        starts[k] |= bits;
+        let mut sp = special;
+        while sp != 0 {
+            let i = k * 64 + sp.trailing_zeros() as usize;
+            sp &= sp - 1;
+            fix_up(text, blocks, starts, i, max_digits);
+        }
+    }
+}
+
+/// Bit `i` of mask `m` of the byte at `i` (false past the text).
+#[inline]
+fn has(blocks: &[Block], m: impl Fn(&Block) -> u64, i: usize) -> bool {
+    blocks
+        .get(i / 64)
+        .is_some_and(|bl| m(bl) >> (i % 64) & 1 != 0)
+}
+
+#[inline]
+fn set(starts: &mut [u64], i: usize) {
+    starts[i / 64] |= 1 << (i % 64);
+}
+
+/// The scalar rules, at a candidate `i` that `block_starts` flagged: which of the four it is,
+/// told by the byte and the masks there.
+#[cold]
+fn fix_up(text: &str, blocks: &[Block], starts: &mut [u64], i: usize, max_digits: usize) {
+    let b = text.as_bytes();
+    let is_nl = |j: usize| matches!(b[j], b'\r' | b'\n');
+    let cls = |m: fn(&Block) -> u64, j: usize| has(blocks, m, j);
+    match b[i] {
+        b'\r' | b'\n' => {
+            // A run of white space that begins with NL right after an O: the O run's piece
+            // takes the NL; what follows them, if white space, starts the run's next piece.
+            let mut e = i;
+            while e < b.len() && is_nl(e) {
+                e += 1;
+            }
+            if e < b.len() && cls(|x| x.s, e) {
+                set(starts, e);
+            }
+        }
+        b'\'' => {
+            // A free apostrophe before letters: after its contraction, the letters go on as a
+            // new piece.
+            if let Some(k) = contraction(text, i + 1, true) {
+                let q = i + 1 + k;
+                if q < b.len() && cls(|x| x.l, q) {
+                    set(starts, q);
+                }
+            }
+        }
+        _ if cls(|x| x.n, i) => {
+            // A run of digits: a piece every `max_digits` chars.
+            let (mut pos, mut count) = (i, 0);
+            while pos < b.len() && cls(|x| x.n, pos) {
+                if count > 0 && count % max_digits == 0 {
+                    set(starts, pos);
+                }
+                pos += utf8_width(b[pos]);
+                count += 1;
+            }
+        }
+        _ => {
+            // SX right after a NL: it starts a piece if no NL comes later in its run of white
+            // space (`\s*[\r\n]+` ends at the run's last NL).
+            let mut e = i;
+            while e < b.len() && cls(|x| x.s, e) && !is_nl(e) {
+                e += 1;
+            }
+            if e == b.len() || !is_nl(e) {
+                set(starts, i);
+            }
+        }
+    }
+}
+
+/// Block `k`'s piece starts by the local rules, and the candidates `fix_up` decides.
+#[inline]
+fn block_starts(blocks: &[Block], k: usize, max_digits: usize) -> (u64, u64) {
+    // The block in bits 32..96 of a 128-bit window, 32 bytes of its neighbours each side (the
+    // local rules look at most 8 bytes away); bytes outside the text are in no mask.
+    let win = |m: fn(&Block) -> u64| -> u128 {
+        let before = if k > 0 { m(&blocks[k - 1]) } else { 0 };
+        let after = blocks.get(k + 1).map_or(0, m);
+        u128::from(before >> 32) | (u128::from(m(&blocks[k])) << 32) | (u128::from(after) << 96)
+    };
+    let (l, n, s, o) = (win(|b| b.l), win(|b| b.n), win(|b| b.s), win(|b| b.o));
+    let (nl, sp, ap, cont) = (win(|b| b.nl), win(|b| b.sp), win(|b| b.ap), win(|b| b.cont));
+    // Byte i of `prev(m)` is byte i - 1 of `m`; of `next(m)`, byte i + 1.
+    let prev = |m: u128| m << 1;
+    let next = |m: u128| m >> 1;
+    let valid = l | n | s | o;
+    let lead = valid & !cont;
+    let sx = s & !nl;
+    // Free O: the first of a run of O, with no space before it. Spread over the bytes of its
+    // char, so a letter right after such a one-char run sees it in the byte before.
+    let free_o = o & !prev(o) & !prev(sp);
+    let mut free_o_char = free_o;
+    for _ in 0..3 {
+        free_o_char |= prev(free_o_char) & cont;
+    }
+    let letters = l & !prev(l) & !prev(sx) & !prev(free_o_char);
+    let digits = if max_digits == 1 {
+        n & lead
+    } else {
+        n & !prev(n)
+    };
+    let run_s = s & !prev(s);
+    let space_first = run_s & !(prev(o) & nl);
+    // The last char of a white-space run that more text follows, if not a NL: found at its last
+    // byte, then moved back to its first.
+    let mut space_last = s & !next(s) & next(valid) & !nl;
+    for _ in 0..3 {
+        space_last = (space_last & lead) | next(space_last & cont);
+    }
+    let starts = letters | free_o | digits | space_first | space_last;
+    let long_digits = if max_digits == 1 {
+        0
+    } else {
+        n & !prev(n) & (n >> max_digits)
+    };
+    let special =
+        (nl & run_s & prev(o)) | (sx & lead & prev(nl)) | long_digits | (ap & free_o & next(l));
+    ((starts >> 32) as u64, (special >> 32) as u64)
+}
+
+/// Calls `f(start, end)` for each piece: from each start to the next (the last to `len`).
+#[inline]
+fn emit(starts: &[u64], len: usize, mut f: impl FnMut(usize, usize)) {
+    let mut prev = usize::MAX;
+    for (k, &word) in starts.iter().enumerate() {
+        let mut bits = word;
+        while bits != 0 {
+            let i = k * 64 + bits.trailing_zeros() as usize;
+            bits &= bits - 1;
+            if prev != usize::MAX {
+                f(prev, i);
+            }
+            prev = i;
+        }
+    }
+    if prev != usize::MAX {
+        f(prev, len);
+    }
+}
+
+/// `\r`/`\n`, space, apostrophe and continuation-byte masks of the 64 bytes at `base` (bytes
+/// past the text in none).
+#[inline]
+fn byte_masks(b: &[u8], base: usize) -> [u64; 4] {
+    let mut pad = [0u8; 64];
+    let block: &[u8; 64] = if base + 64 <= b.len() {
+        b[base..base + 64].try_into().expect("64 bytes")
+    } else {
+        pad[..b.len() - base].copy_from_slice(&b[base..]);
+        &pad
+    };
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: 64 readable bytes; SSE2 is part of the x86_64 baseline.
+    return unsafe { byte_masks_sse2(block.as_ptr()) };
+    #[cfg(not(target_arch = "x86_64"))]
+    byte_masks_scalar(block)
+}
+
+#[cfg(any(test, not(target_arch = "x86_64")))]
+fn byte_masks_scalar(block: &[u8; 64]) -> [u64; 4] {
+    let mut m = [0u64; 4];
+    for (i, &c) in block.iter().enumerate() {
+        let bit = 1u64 << i;
+        if c == b'\r' || c == b'\n' {
+            m[0] |= bit;
+        }
+        if c == b' ' {
+            m[1] |= bit;
+        }
+        if c == b'\'' {
+            m[2] |= bit;
+        }
+        if c & 0xC0 == 0x80 {
+            m[3] |= bit;
+        }
+    }
+    m
+}
+
+#[cfg(target_arch = "x86_64")]
+#[inline]
+unsafe fn byte_masks_sse2(p: *const u8) -> [u64; 4] {
+    use std::arch::x86_64::{
+        _mm_and_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    // SAFETY: the caller guarantees 64 readable bytes at `p`; SSE2 is baseline.
+    unsafe {
+        let mut m = [0u64; 4];
+        for k in 0..4 {
+            let v = _mm_loadu_si128(p.add(16 * k).cast());
+            let eq = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
+            let nl = _mm_or_si128(eq(b'\r'), eq(b'\n'));
+            // Continuation bytes are 10xxxxxx.
+            let cont = _mm_cmpeq_epi8(
+                _mm_and_si128(v, _mm_set1_epi8(0xC0u8 as i8)),
+                _mm_set1_epi8(0x80u8 as i8),
+            );
+            let sh = 16 * k;
+            for (j, x) in [nl, eq(b' '), eq(b'\''), cont].into_iter().enumerate() {
+                m[j] |= u64::from(_mm_movemask_epi8(x) as u16) << sh;
+            }
+        }
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::fastsplit::{tests::random_text, Known};
+    use super::*;
+
+    fn both(text: &str, max_digits: usize) {
+        let mut want = Vec::new();
+        Known::Cl100k { max_digits }.find_iter_scalar(text, &mut want);
+        let mut got = Vec::new();
+        for_each(text, max_digits, |s, e| got.push((s, e)));
+        assert_eq!(got, want, "{text:?}");
+    }
+
+    #[test]
+    fn agrees_with_the_matcher() {
+        for (cases, max_len) in [(30_000, 24), (4_000, 200), (300, 3000)] {
+            for seed in 0..cases {
+                let text = random_text(seed, max_len);
+                both(&text, 3);
+                both(&text, 1);
+            }
+        }
+    }
+
+    /// Texts of several segments: cut after a NL before an ASCII char, runs across the cut.
+    #[test]
+    fn agrees_across_segments() {
+        for seed in 0..40 {
+            let mut text = String::new();
+            while text.len() < 3 * SEGMENT {
+                text.push_str(&random_text(seed * 1000 + text.len() as u64, 400));
+                text.push_str(
+                    ["\n", "\nx", "\n1", "\n.", "\n  ", ".\n\n'", "\n's"][text.len() % 7],
+                );
+            }
+            both(&text, 3);
+            both(&text, 1);
+        }
+        // Cut only after a letter before white space; and nowhere (one segment).
+        let words = "ab 12  'll\t x. ".repeat(3 * SEGMENT / 16);
+        both(&words, 3);
+        both(&format!("{}9 'S", "é.".repeat(2 * SEGMENT)), 3);
+    }
+
+    #[test]
+    fn byte_masks_simd_matches_scalar() {
+        let bytes: Vec<u8> = (0..=255u8).cycle().skip(5).take(64 * 6 + 11).collect();
+        for base in (0..bytes.len()).step_by(64) {
+            let mut pad = [0u8; 64];
+            let n = (bytes.len() - base).min(64);
+            pad[..n].copy_from_slice(&bytes[base..base + n]);
+            assert_eq!(byte_masks(&bytes, base), byte_masks_scalar(&pad));
+        }
+    }
+}
