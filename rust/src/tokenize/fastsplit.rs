@@ -282,16 +282,28 @@ impl<'a> Scanner<'a> {
             n |= m & 0u64.wrapping_sub(u64::from(cls & N != 0));
             s |= m & 0u64.wrapping_sub(u64::from(cls & S != 0));
         }
-        while rest != 0 {
-            let i = rest.trailing_zeros() as usize;
-            let w = utf8_width(b[base + i]);
-            let cls = self.class_at(base + i);
-            let m = ((1u64 << w) - 1) << i;
-            l |= m & 0u64.wrapping_sub(u64::from(cls & L != 0));
-            n |= m & 0u64.wrapping_sub(u64::from(cls & N != 0));
-            s |= m & 0u64.wrapping_sub(u64::from(cls & S != 0));
-            rest &= !m;
+        // The rest: each char's class bits at its lead byte, then spread over its continuation
+        // bytes for the whole block at once (a char's mask built one by one, from its width,
+        // cost more than the lookup).
+        let cont = continuation_bytes(block) >> shift;
+        let mut leads = rest & !cont;
+        let (mut cl, mut cn, mut cs) = (0u64, 0u64, 0u64);
+        while leads != 0 {
+            let i = leads.trailing_zeros() as usize;
+            leads &= leads - 1;
+            let cls = u64::from(self.class_at(base + i));
+            cl |= (cls & u64::from(L)) << i;
+            cn |= ((cls & u64::from(N)) >> 1) << i;
+            cs |= ((cls & u64::from(S)) >> 2) << i;
         }
+        for _ in 0..3 {
+            cl |= (cl << 1) & cont;
+            cn |= (cn << 1) & cont;
+            cs |= (cs << 1) & cont;
+        }
+        l |= cl;
+        n |= cn;
+        s |= cs;
         self.base = base;
         self.m = [l, n, s, valid & !(l | n | s)];
     }
@@ -406,6 +418,33 @@ unsafe fn ascii_masks_sse2(p: *const u8) -> (u64, u64, u64, u64) {
         }
         (l, n, s, na)
     }
+}
+
+/// UTF-8 continuation bytes (10xxxxxx) of a 64-byte block.
+#[allow(clippy::inline_always)] // per-block helper, beside `ascii_masks`
+#[inline(always)]
+fn continuation_bytes(block: &[u8; 64]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: 64 readable bytes; SSE2 is part of the x86_64 baseline.
+    unsafe {
+        use std::arch::x86_64::{
+            _mm_and_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+        };
+        let mut m = 0u64;
+        for k in 0..4 {
+            let v = _mm_loadu_si128(block.as_ptr().add(16 * k).cast());
+            let top = _mm_and_si128(v, _mm_set1_epi8(0xC0u8 as i8));
+            let hit = _mm_cmpeq_epi8(top, _mm_set1_epi8(0x80u8 as i8));
+            m |= u64::from(_mm_movemask_epi8(hit) as u16) << (16 * k);
+        }
+        m
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    block
+        .iter()
+        .enumerate()
+        .filter(|(_, &c)| c & 0xC0 == 0x80)
+        .fold(0u64, |m, (i, _)| m | 1 << i)
 }
 
 /// Lead bytes E5-E9 and EB-EC in a 64-byte block (see `LETTER_LEADS`).
