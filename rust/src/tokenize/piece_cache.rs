@@ -37,7 +37,7 @@ pub(crate) struct Pending {
     pub(crate) k0: u64,
     pub(crate) k1: u64,
     pub(crate) set: u32,
-    /// The piece length as `meta`'s bits 0-4 (a hit must also have at most 3 tokens).
+    /// The piece length, as `meta` holds it in bits 0-4.
     pub(crate) len: u32,
 }
 
@@ -150,18 +150,20 @@ impl HotCache {
         true
     }
 
-    /// Pushes the ids of `run`'s pieces in order while they hit with at most three tokens, and
-    /// returns how many did: the ids-only encode's inner loop. Each piece's set was computed
-    /// (and prefetched) when it was found; a hit's three id lanes are copied before the hit is
-    /// known and kept only on a hit, so the loop's one branch (hit or not) is nearly always
-    /// taken the same way, where `get_ids` branches on the slot and the token count.
+    /// Pushes the ids of `run`'s pieces in order while they hit, and returns how many did: the
+    /// ids-only encode's inner loop. Each piece's set was computed (and prefetched) when it was
+    /// found; a hit's three id lanes are copied before the hit is known and kept only on a hit,
+    /// so the loop's branch (hit or not) is nearly always taken the same way, where `get_ids`
+    /// branches on the slot and the token count. A hit of more than three tokens copies them
+    /// from the pool here (it left the loop before: 47k of a round's 79k exits on the test
+    /// corpus, each back through `ids_bytes`).
     #[inline]
     #[allow(clippy::needless_bitwise_bool)] // no short-circuit: branches are what this avoids
     pub(crate) fn hits(&self, run: &[Pending], ids: &mut Vec<u32>) -> usize {
         if self.sets.is_empty() {
             return 0;
         }
-        ids.reserve(run.len() * HOT_TOKENS);
+        ids.reserve(run.len() * HOT_TOKENS_MAX);
         let mut len = ids.len();
         let out = ids.as_mut_ptr();
         let mut done = 0;
@@ -170,18 +172,23 @@ impl HotCache {
                 break;
             };
             let [a, b] = &set.0;
-            let hit = |s: &HotSlot| {
-                (s.k0 == p.k0) & (s.k1 == p.k1) & ((s.meta & (31 | (12 << 5))) == p.len)
-            };
+            let hit = |s: &HotSlot| (s.k0 == p.k0) & (s.k1 == p.k1) & ((s.meta & 31) == p.len);
             let (ha, hb) = (hit(a), hit(b));
             let s = if ha { a } else { b };
-            // SAFETY: room for HOT_TOKENS ids per piece of the run was reserved, and `len` only
-            // grows by a hit's count (at most HOT_TOKENS: the `meta` test above admits 0-3).
+            // SAFETY: room for HOT_TOKENS_MAX ids per piece of the run was reserved, and `len`
+            // only grows by a hit's count (at most HOT_TOKENS_MAX, its 4-bit field).
             unsafe { std::ptr::copy_nonoverlapping(s.ids.as_ptr(), out.add(len), HOT_TOKENS) };
             if !(ha | hb) {
                 break;
             }
-            len += ((s.meta >> 5) & 15) as usize;
+            let n = ((s.meta >> 5) & 15) as usize;
+            if n > HOT_TOKENS {
+                for (k, t) in self.pool.get(s.ids[0], n).iter().enumerate() {
+                    // SAFETY: as above (`n <= HOT_TOKENS_MAX`).
+                    unsafe { out.add(len + k).write(t.0) };
+                }
+            }
+            len += n;
             done += 1;
         }
         // SAFETY: the first `len` ids are initialized (see above).
@@ -479,7 +486,7 @@ mod tests {
     }
 
     #[test]
-    fn hits_stop_at_the_first_piece_get_ids_would_not_give_in_one_slot() {
+    fn hits_stop_at_the_first_piece_not_in_the_hot_cache() {
         let mut hot = HotCache::default();
         let pending = |p: &[u8]| {
             let (k0, k1) = bytesmap::split(p);
@@ -505,16 +512,23 @@ mod tests {
         put(&mut hot, &run[1], &[(1, 1), (90_000, 3)]);
         put(&mut hot, &run[2], &[(5, 1), (6, 1), (8, 1)]);
         // run[3] is not cached; run[4] has five tokens (in the pool); run[5] one.
-        put(&mut hot, &run[4], &[(1, 1); 5]);
+        let many: Vec<(u32, u32)> = (0..15).map(|i| (100 + i, 1)).collect();
+        put(&mut hot, &run[4], &many[..5]);
         put(&mut hot, &run[5], &[(9, 1)]);
         let mut ids = vec![42];
         assert_eq!(hot.hits(&run, &mut ids), 3);
         assert_eq!(ids, [42, 7, 1, 90_000, 5, 6, 8]);
-        // A many-token piece is left to `get_ids`, which has it.
-        assert_eq!(hot.hits(&run[4..], &mut ids), 0);
-        assert!(hot.get_ids(5, run[4].k0, run[4].k1, &mut ids));
-        assert_eq!(hot.hits(&run[5..], &mut ids), 1);
-        assert_eq!(ids[ids.len() - 6..], [1, 1, 1, 1, 1, 9]);
+        // A many-token piece comes from the pool, as `get_ids` gives it.
+        assert_eq!(hot.hits(&run[4..], &mut ids), 2);
+        assert_eq!(ids[7..], [100, 101, 102, 103, 104, 9]);
+        let mut want = vec![];
+        assert!(hot.get_ids(5, run[4].k0, run[4].k1, &mut want));
+        assert_eq!(want, [100, 101, 102, 103, 104]);
+        // The most a hot slot's count holds (15), with the lanes copied before it.
+        put(&mut hot, &run[4], &many);
+        let mut ids = vec![];
+        assert_eq!(hot.hits(&run[4..], &mut ids), 2);
+        assert_eq!(ids, (100..115).chain([9]).collect::<Vec<u32>>());
         // A piece past the hot cache (set out of range) is a miss.
         let mut wide = pending(b"seventeen bytes!!");
         wide.set = u32::MAX;
