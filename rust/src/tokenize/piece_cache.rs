@@ -163,9 +163,9 @@ impl HotCache {
         if self.sets.is_empty() {
             return 0;
         }
-        ids.reserve(run.len() * HOT_TOKENS_MAX);
+        ids.reserve(run.len() * HOT_TOKENS);
         let mut len = ids.len();
-        let out = ids.as_mut_ptr();
+        let mut out = ids.as_mut_ptr();
         let mut done = 0;
         for p in run {
             let Some(set) = self.sets.get(p.set as usize) else {
@@ -175,16 +175,21 @@ impl HotCache {
             let hit = |s: &HotSlot| (s.k0 == p.k0) & (s.k1 == p.k1) & ((s.meta & 31) == p.len);
             let (ha, hb) = (hit(a), hit(b));
             let s = if ha { a } else { b };
-            // SAFETY: room for HOT_TOKENS_MAX ids per piece of the run was reserved, and `len`
-            // only grows by a hit's count (at most HOT_TOKENS_MAX, its 4-bit field).
+            // SAFETY: room for HOT_TOKENS ids for each piece of the run not yet done is kept
+            // (reserved above, and again below when a hit has more).
             unsafe { std::ptr::copy_nonoverlapping(s.ids.as_ptr(), out.add(len), HOT_TOKENS) };
             if !(ha | hb) {
                 break;
             }
             let n = ((s.meta >> 5) & 15) as usize;
             if n > HOT_TOKENS {
+                // SAFETY: the first `len` are initialized; the reserve keeps room for the rest
+                // of the run after this piece's `n`.
+                unsafe { ids.set_len(len) };
+                ids.reserve(n + (run.len() - done) * HOT_TOKENS);
+                out = ids.as_mut_ptr();
                 for (k, t) in self.pool.get(s.ids[0], n).iter().enumerate() {
-                    // SAFETY: as above (`n <= HOT_TOKENS_MAX`).
+                    // SAFETY: reserved just above.
                     unsafe { out.add(len + k).write(t.0) };
                 }
             }
