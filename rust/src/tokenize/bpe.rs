@@ -385,10 +385,10 @@ impl Bpe {
     }
 
     /// The piece `text[start..end]` of an ids-only run: its key and hot set, with that set (or
-    /// the wide cache's) prefetched (see `prefetch`).
+    /// the wide cache's) prefetched (see `prefetch`). Always inlined: once a piece, and when
+    /// it was called its result came back through memory and was copied out with wider loads
+    /// than its stores (a store-forwarding stall).
     #[allow(clippy::inline_always)]
-    // once per piece; called, its result came back through
-    // memory and was copied out with wider loads than its stores (a store-forwarding stall)
     #[inline(always)]
     pub(crate) fn pending(
         &self,
