@@ -97,7 +97,8 @@ impl Known {
     }
 
     /// `find_iter` by the piece-at-a-time matcher (`for_each_scalar`).
-    pub fn find_iter_scalar(self, text: &str, out: &mut Vec<(usize, usize)>) {
+    #[cfg(test)]
+    pub(super) fn find_iter_scalar(self, text: &str, out: &mut Vec<(usize, usize)>) {
         self.for_each_scalar(text, |s, e| out.push((s, e)));
     }
 
@@ -138,15 +139,18 @@ impl<'a> BlockClasses<'a> {
             letter_leads: *LETTER_LEADS,
             base: usize::MAX,
             m: [0; 4],
+            cont: 0,
         })
     }
 
     /// Letter, digit, white-space and other masks of the block at `base` (a multiple of 64
-    /// below the text's length): bit i for byte `base + i`, bytes past the text in none.
+    /// below the text's length), and its continuation bytes: bit i for byte `base + i`, bytes
+    /// past the text in none.
     #[inline]
-    pub(super) fn block(&mut self, base: usize) -> [u64; 4] {
+    pub(super) fn block(&mut self, base: usize) -> [u64; 5] {
         self.0.load(base);
-        self.0.m
+        let [l, n, s, o] = self.0.m;
+        [l, n, s, o, self.0.cont]
     }
 }
 
@@ -166,6 +170,8 @@ struct Scanner<'a> {
     letter_leads: bool,
     base: usize,
     m: [u64; 4],
+    /// The block's UTF-8 continuation bytes.
+    cont: u64,
 }
 
 impl<'a> Scanner<'a> {
@@ -176,6 +182,7 @@ impl<'a> Scanner<'a> {
             letter_leads: *LETTER_LEADS,
             base: usize::MAX,
             m: [0; 4],
+            cont: 0,
         };
         if !text.is_empty() {
             sc.load(0);
@@ -306,6 +313,7 @@ impl<'a> Scanner<'a> {
         s |= cs;
         self.base = base;
         self.m = [l, n, s, valid & !(l | n | s)];
+        self.cont = cont;
     }
 }
 

@@ -115,8 +115,8 @@ fn segment(text: &str, max_digits: usize, bufs: &mut Buffers) {
     blocks.clear();
     let mut classes = BlockClasses::new(text);
     for k in 0..nblocks {
-        let [l, n, s, o] = classes.block(k * 64);
-        let [nl, sp, ap, cont] = byte_masks(b, k * 64);
+        let [l, n, s, o, cont] = classes.block(k * 64);
+        let [nl, sp, ap] = byte_masks(b, k * 64);
         blocks.push(Block {
             l,
             n,
@@ -318,10 +318,10 @@ fn emit(starts: &[u64], len: usize, mut f: impl FnMut(usize, usize)) {
     }
 }
 
-/// `\r`/`\n`, space, apostrophe and continuation-byte masks of the 64 bytes at `base` (bytes
-/// past the text in none).
+/// `\r`/`\n`, space and apostrophe masks of the 64 bytes at `base` (bytes past the text in
+/// none).
 #[inline]
-fn byte_masks(b: &[u8], base: usize) -> [u64; 4] {
+fn byte_masks(b: &[u8], base: usize) -> [u64; 3] {
     let mut pad = [0u8; 64];
     let block: &[u8; 64] = if base + 64 <= b.len() {
         b[base..base + 64].try_into().expect("64 bytes")
@@ -337,8 +337,8 @@ fn byte_masks(b: &[u8], base: usize) -> [u64; 4] {
 }
 
 #[cfg(any(test, not(target_arch = "x86_64")))]
-fn byte_masks_scalar(block: &[u8; 64]) -> [u64; 4] {
-    let mut m = [0u64; 4];
+fn byte_masks_scalar(block: &[u8; 64]) -> [u64; 3] {
+    let mut m = [0u64; 3];
     for (i, &c) in block.iter().enumerate() {
         let bit = 1u64 << i;
         if c == b'\r' || c == b'\n' {
@@ -350,34 +350,25 @@ fn byte_masks_scalar(block: &[u8; 64]) -> [u64; 4] {
         if c == b'\'' {
             m[2] |= bit;
         }
-        if c & 0xC0 == 0x80 {
-            m[3] |= bit;
-        }
     }
     m
 }
 
 #[cfg(target_arch = "x86_64")]
 #[inline]
-unsafe fn byte_masks_sse2(p: *const u8) -> [u64; 4] {
+unsafe fn byte_masks_sse2(p: *const u8) -> [u64; 3] {
     use std::arch::x86_64::{
-        _mm_and_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8,
+        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
     };
     // SAFETY: the caller guarantees 64 readable bytes at `p`; SSE2 is baseline.
     unsafe {
-        let mut m = [0u64; 4];
+        let mut m = [0u64; 3];
         for k in 0..4 {
             let v = _mm_loadu_si128(p.add(16 * k).cast());
             let eq = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
             let nl = _mm_or_si128(eq(b'\r'), eq(b'\n'));
-            // Continuation bytes are 10xxxxxx.
-            let cont = _mm_cmpeq_epi8(
-                _mm_and_si128(v, _mm_set1_epi8(0xC0u8 as i8)),
-                _mm_set1_epi8(0x80u8 as i8),
-            );
             let sh = 16 * k;
-            for (j, x) in [nl, eq(b' '), eq(b'\''), cont].into_iter().enumerate() {
+            for (j, x) in [nl, eq(b' '), eq(b'\'')].into_iter().enumerate() {
                 m[j] |= u64::from(_mm_movemask_epi8(x) as u16) << sh;
             }
         }
