@@ -133,14 +133,7 @@ pub(super) struct BlockClasses<'a>(Scanner<'a>);
 
 impl<'a> BlockClasses<'a> {
     pub(super) fn new(text: &'a str) -> Self {
-        Self(Scanner {
-            text,
-            table: &CLASSES,
-            letter_leads: *LETTER_LEADS,
-            base: usize::MAX,
-            m: [0; 4],
-            cont: 0,
-        })
+        Self(Scanner::unloaded(text))
     }
 
     /// Letter, digit, white-space and other masks of the block at `base` (a multiple of 64
@@ -175,15 +168,20 @@ struct Scanner<'a> {
 }
 
 impl<'a> Scanner<'a> {
-    fn new(text: &'a str) -> Self {
-        let mut sc = Self {
+    /// A scanner with no block loaded yet.
+    fn unloaded(text: &'a str) -> Self {
+        Self {
             text,
             table: &CLASSES,
             letter_leads: *LETTER_LEADS,
             base: usize::MAX,
             m: [0; 4],
             cont: 0,
-        };
+        }
+    }
+
+    fn new(text: &'a str) -> Self {
+        let mut sc = Self::unloaded(text);
         if !text.is_empty() {
             sc.load(0);
         }
