@@ -4,6 +4,7 @@
 //! faster. The char classes (`\p{L}`, `\p{N}`, `\s`) are read off Oniguruma itself once per
 //! process, so both agree on every code point; `tests::agrees_with_oniguruma` checks the matchers
 //! against the regex on random text built from the tricky characters.
+use super::blockmasks::{ByteMasks, Kernel};
 use std::sync::LazyLock;
 
 const L: u8 = 1;
@@ -137,13 +138,12 @@ impl<'a> BlockClasses<'a> {
     }
 
     /// Letter, digit, white-space and other masks of the block at `base` (a multiple of 64
-    /// below the text's length), and its continuation bytes: bit i for byte `base + i`, bytes
-    /// past the text in none.
+    /// below the text's length), and its byte masks: bit i for byte `base + i`, bytes past the
+    /// text in none.
     #[inline]
-    pub(super) fn block(&mut self, base: usize) -> [u64; 5] {
-        self.0.load(base);
-        let [l, n, s, o] = self.0.m;
-        [l, n, s, o, self.0.cont]
+    pub(super) fn block(&mut self, base: usize) -> ([u64; 4], ByteMasks) {
+        self.0.fill(base);
+        (self.0.m, self.0.bytes)
     }
 }
 
@@ -161,10 +161,12 @@ struct Scanner<'a> {
     table: &'static [u8],
     /// `*LETTER_LEADS`, read once per text.
     letter_leads: bool,
+    /// The byte-mask kernel, chosen once per text.
+    kernel: Kernel,
     base: usize,
     m: [u64; 4],
-    /// The block's UTF-8 continuation bytes.
-    cont: u64,
+    /// The block's byte masks (`startmap` reads some besides the classes).
+    bytes: ByteMasks,
 }
 
 impl<'a> Scanner<'a> {
@@ -174,9 +176,10 @@ impl<'a> Scanner<'a> {
             text,
             table: &CLASSES,
             letter_leads: *LETTER_LEADS,
+            kernel: Kernel::detect(),
             base: usize::MAX,
             m: [0; 4],
-            cont: 0,
+            bytes: ByteMasks::default(),
         }
     }
 
@@ -238,9 +241,19 @@ impl<'a> Scanner<'a> {
         pos
     }
 
+    /// `fill`, out of line: the per-piece matcher loads a block once every few pieces.
     #[cold]
     #[inline(never)]
     fn load(&mut self, base: usize) {
+        self.fill(base);
+    }
+
+    /// Loads the block at `base`. Inlined into `BlockClasses::block`, which loads every block:
+    /// out of line, its masks came back through memory and were read with wider loads than
+    /// their stores (a store-forwarding stall, a third of `startmap::segment`'s own time).
+    #[allow(clippy::inline_always)]
+    #[inline(always)]
+    fn fill(&mut self, base: usize) {
         let b = self.text.as_bytes();
         let end = (base + 64).min(b.len());
         // The masks read 64 bytes. A text's last block, shorter, is read as the text's last 64
@@ -256,8 +269,8 @@ impl<'a> Scanner<'a> {
             (&pad[..], 0)
         };
         let block: &[u8; 64] = block.try_into().expect("64 bytes");
-        let (l, n, s, na) = ascii_masks(block);
-        let (mut l, mut n, mut s, na) = (l >> shift, n >> shift, s >> shift, na >> shift);
+        let bm = self.kernel.masks(block).shifted(shift);
+        let (mut l, mut n, mut s) = (bm.l, bm.n, bm.s);
         let valid = if end - base == 64 {
             u64::MAX
         } else {
@@ -266,10 +279,9 @@ impl<'a> Scanner<'a> {
         // Non-ASCII chars: one class lookup each, its bits set for all of its bytes in this
         // block (bits past 63 fall off the shift), but for the three-byte letters whose lead
         // byte tells (see `LETTER_LEADS`).
-        let mut rest = na;
+        let mut rest = bm.na;
         if self.letter_leads {
-            let leads = letter_leads(block) >> shift;
-            let m = leads | (leads << 1) | (leads << 2);
+            let m = bm.han | (bm.han << 1) | (bm.han << 2);
             l |= m;
             rest &= !m;
         }
@@ -289,29 +301,52 @@ impl<'a> Scanner<'a> {
         }
         // The rest: each char's class bits at its lead byte, then spread over its continuation
         // bytes for the whole block at once (a char's mask built one by one, from its width,
-        // cost more than the lookup).
-        let cont = continuation_bytes(block) >> shift;
-        let mut leads = rest & !cont;
+        // cost more than the lookup). The leads of each width in a loop of their own: one loop
+        // that branched on the width mispredicted where widths mix (emoji with their joiners
+        // and selectors, accented Latin beside CJK punctuation).
+        let leads = rest & !bm.cont;
         let (mut cl, mut cn, mut cs) = (0u64, 0u64, 0u64);
-        while leads != 0 {
-            let i = leads.trailing_zeros() as usize;
-            leads &= leads - 1;
-            let cls = u64::from(self.class_at(base + i));
+        let mut deposit = |i: usize, cls: u8| {
+            let cls = u64::from(cls);
             cl |= (cls & u64::from(L)) << i;
             cn |= ((cls & u64::from(N)) >> 1) << i;
             cs |= ((cls & u64::from(S)) >> 2) << i;
+        };
+        let c = |i: usize| u32::from(b[i] & 0x3F);
+        let table = self.table;
+        let mut two = leads & !bm.ge_e0;
+        while two != 0 {
+            let i = two.trailing_zeros() as usize;
+            two &= two - 1;
+            let at = base + i;
+            let u = (u32::from(b[at] & 0x1F) << 6) | c(at + 1);
+            deposit(i, table[u as usize]);
+        }
+        let mut three = leads & bm.ge_e0 & !bm.ge_f0;
+        while three != 0 {
+            let i = three.trailing_zeros() as usize;
+            three &= three - 1;
+            let at = base + i;
+            let u = (u32::from(b[at] & 0x0F) << 12) | (c(at + 1) << 6) | c(at + 2);
+            deposit(i, table[u as usize]);
+        }
+        let mut four = leads & bm.ge_f0;
+        while four != 0 {
+            let i = four.trailing_zeros() as usize;
+            four &= four - 1;
+            deposit(i, self.class_at(base + i));
         }
         for _ in 0..3 {
-            cl |= (cl << 1) & cont;
-            cn |= (cn << 1) & cont;
-            cs |= (cs << 1) & cont;
+            cl |= (cl << 1) & bm.cont;
+            cn |= (cn << 1) & bm.cont;
+            cs |= (cs << 1) & bm.cont;
         }
         l |= cl;
         n |= cn;
         s |= cs;
         self.base = base;
         self.m = [l, n, s, valid & !(l | n | s)];
-        self.cont = cont;
+        self.bytes = bm;
     }
 }
 
@@ -345,157 +380,6 @@ pub(super) fn utf8_width(lead: u8) -> usize {
         0x80..0xE0 => 2,
         0xE0..0xF0 => 3,
         _ => 4,
-    }
-}
-
-/// ASCII classes as Oniguruma has them (`ascii_classes_match_oniguruma` checks): letters
-/// `[A-Za-z]`, digits `[0-9]`, white space `[\t\n\v\f\r ]`. The scalar masks' classes (and
-/// the tests' reference for the SIMD ones).
-#[cfg(any(test, not(target_arch = "x86_64")))]
-fn ascii_class(c: u8) -> u8 {
-    match c {
-        b'a'..=b'z' | b'A'..=b'Z' => L,
-        b'0'..=b'9' => N,
-        b'\t'..=b'\r' | b' ' => S,
-        _ => 0,
-    }
-}
-
-/// Letter, digit, white-space and non-ASCII masks of a 64-byte block (bit i: byte i). Non-ASCII
-/// bytes are in none of the first three.
-#[allow(clippy::inline_always)] // per-piece helpers: measured slower when left to the inliner
-#[inline(always)]
-fn ascii_masks(block: &[u8; 64]) -> (u64, u64, u64, u64) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: 64 readable bytes; SSE2 is part of the x86_64 baseline.
-    return unsafe { ascii_masks_sse2(block.as_ptr()) };
-    #[cfg(not(target_arch = "x86_64"))]
-    ascii_masks_scalar(block)
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn ascii_masks_scalar(chunk: &[u8; 64]) -> (u64, u64, u64, u64) {
-    let (mut l, mut n, mut s, mut na) = (0u64, 0u64, 0u64, 0u64);
-    for (i, &c) in chunk.iter().enumerate() {
-        let bit = 1u64 << i;
-        match ascii_class(c) {
-            L => l |= bit,
-            N => n |= bit,
-            S => s |= bit,
-            _ if c >= 0x80 => na |= bit,
-            _ => {}
-        }
-    }
-    (l, n, s, na)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline]
-unsafe fn ascii_masks_sse2(p: *const u8) -> (u64, u64, u64, u64) {
-    use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8, _mm_sub_epi8,
-    };
-    // `x <= k` unsigned, per byte, as `min(x, k) == x`; subtracting a range's start first
-    // turns a range test into one such compare (bytes below the start wrap to large values).
-    #[allow(clippy::inline_always)] // per-piece helpers: measured slower when left to the inliner
-    #[inline(always)]
-    fn le(x: __m128i, k: i8) -> __m128i {
-        // SAFETY: SSE2 is part of the x86_64 baseline.
-        unsafe { _mm_cmpeq_epi8(_mm_min_epu8(x, _mm_set1_epi8(k)), x) }
-    }
-    // SAFETY: the caller guarantees 64 readable bytes at `p`; SSE2 is baseline.
-    unsafe {
-        let (mut l, mut n, mut s, mut na) = (0u64, 0u64, 0u64, 0u64);
-        for k in 0..4 {
-            let v = _mm_loadu_si128(p.add(16 * k).cast());
-            let lower = _mm_or_si128(v, _mm_set1_epi8(0x20));
-            let alpha = le(_mm_sub_epi8(lower, _mm_set1_epi8(b'a' as i8)), 25);
-            let digit = le(_mm_sub_epi8(v, _mm_set1_epi8(b'0' as i8)), 9);
-            let ws = _mm_or_si128(
-                le(_mm_sub_epi8(v, _mm_set1_epi8(9)), 4),
-                _mm_cmpeq_epi8(v, _mm_set1_epi8(b' ' as i8)),
-            );
-            let sh = 16 * k;
-            l |= u64::from(_mm_movemask_epi8(alpha) as u16) << sh;
-            n |= u64::from(_mm_movemask_epi8(digit) as u16) << sh;
-            s |= u64::from(_mm_movemask_epi8(ws) as u16) << sh;
-            na |= u64::from(_mm_movemask_epi8(v) as u16) << sh;
-        }
-        (l, n, s, na)
-    }
-}
-
-/// UTF-8 continuation bytes (10xxxxxx) of a 64-byte block.
-#[allow(clippy::inline_always)] // per-block helper, beside `ascii_masks`
-#[inline(always)]
-fn continuation_bytes(block: &[u8; 64]) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: 64 readable bytes; SSE2 is part of the x86_64 baseline.
-    unsafe {
-        use std::arch::x86_64::{
-            _mm_and_si128, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
-        };
-        let mut m = 0u64;
-        for k in 0..4 {
-            let v = _mm_loadu_si128(block.as_ptr().add(16 * k).cast());
-            let top = _mm_and_si128(v, _mm_set1_epi8(0xC0u8 as i8));
-            let hit = _mm_cmpeq_epi8(top, _mm_set1_epi8(0x80u8 as i8));
-            m |= u64::from(_mm_movemask_epi8(hit) as u16) << (16 * k);
-        }
-        m
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    block
-        .iter()
-        .enumerate()
-        .filter(|(_, &c)| c & 0xC0 == 0x80)
-        .fold(0u64, |m, (i, _)| m | 1 << i)
-}
-
-/// Lead bytes E5-E9 and EB-EC in a 64-byte block (see `LETTER_LEADS`).
-#[allow(clippy::inline_always)] // per-block helper, beside `ascii_masks`
-#[inline(always)]
-fn letter_leads(block: &[u8; 64]) -> u64 {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: 64 readable bytes; SSE2 is part of the x86_64 baseline.
-    return unsafe { letter_leads_sse2(block.as_ptr()) };
-    #[cfg(not(target_arch = "x86_64"))]
-    letter_leads_scalar(block)
-}
-
-#[cfg(not(target_arch = "x86_64"))]
-fn letter_leads_scalar(chunk: &[u8; 64]) -> u64 {
-    let mut m = 0;
-    for (i, &c) in chunk.iter().enumerate() {
-        if matches!(c, 0xE5..=0xE9 | 0xEB..=0xEC) {
-            m |= 1 << i;
-        }
-    }
-    m
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline]
-unsafe fn letter_leads_sse2(p: *const u8) -> u64 {
-    use std::arch::x86_64::{
-        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_min_epu8, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8, _mm_sub_epi8,
-    };
-    // SAFETY: the caller guarantees 64 readable bytes at `p`; SSE2 is baseline.
-    unsafe {
-        let mut m = 0u64;
-        for k in 0..4 {
-            let v = _mm_loadu_si128(p.add(16 * k).cast());
-            // `x - lo <= n` unsigned, as `min(x - lo, n) == x - lo` (see `ascii_masks_sse2`).
-            let in_range = |lo: u8, n: u8| {
-                let d = _mm_sub_epi8(v, _mm_set1_epi8(lo as i8));
-                _mm_cmpeq_epi8(_mm_min_epu8(d, _mm_set1_epi8(n as i8)), d)
-            };
-            let hit = _mm_or_si128(in_range(0xE5, 4), in_range(0xEB, 1));
-            m |= u64::from(_mm_movemask_epi8(hit) as u16) << (16 * k);
-        }
-        m
     }
 }
 
@@ -760,8 +644,8 @@ pub(super) mod tests {
         block
     }
 
-    /// The lead-byte letters agree with the class table wherever the fast path is on, and the
-    /// SIMD mask with the scalar one.
+    /// The lead-byte letters agree with the class table wherever the fast path is on (the
+    /// masks themselves are checked against scalar ones in `blockmasks`).
     #[test]
     fn letter_leads_are_letters() {
         // On with the Oniguruma this crate builds (its Unicode data has U+5000-U+9FFF and
@@ -771,40 +655,20 @@ pub(super) mod tests {
             let c = char::from_u32(u).unwrap();
             let mut buf = [0u8; 4];
             let lead = c.encode_utf8(&mut buf).as_bytes()[0];
-            assert_eq!(letter_leads(&padded(&[lead])), 1, "{u:#x}");
+            assert_eq!(Kernel::detect().masks(&padded(&[lead])).han, 1, "{u:#x}");
             assert_eq!(class(c), L, "{u:#x}");
-        }
-        let bytes: Vec<u8> = (0..=255u8).cycle().skip(3).take(64 * 5 + 37).collect();
-        for chunk in bytes.chunks(64) {
-            let want = chunk
-                .iter()
-                .enumerate()
-                .filter(|(_, &c)| matches!(c, 0xE5..=0xE9 | 0xEB..=0xEC))
-                .fold(0u64, |m, (i, _)| m | 1 << i);
-            assert_eq!(letter_leads(&padded(chunk)), want);
         }
     }
 
-    /// The SIMD and scalar ASCII classes are Oniguruma's.
+    /// The ASCII classes of the byte masks, of every kernel, are Oniguruma's.
     #[test]
     fn ascii_classes_match_oniguruma() {
-        for c in 0u8..0x80 {
-            assert_eq!(ascii_class(c), class(c as char), "byte {c:#04x}");
-        }
-        let bytes: Vec<u8> = (0..=255u8).cycle().skip(7).take(64 * 5 + 37).collect();
-        for chunk in bytes.chunks(64) {
-            let mut want = (0u64, 0u64, 0u64, 0u64);
-            for (i, &c) in chunk.iter().enumerate() {
-                let bit = 1u64 << i;
-                match ascii_class(c) {
-                    L => want.0 |= bit,
-                    N => want.1 |= bit,
-                    S => want.2 |= bit,
-                    _ if c >= 0x80 => want.3 |= bit,
-                    _ => {}
-                }
+        for kernel in [Kernel::Portable, Kernel::detect()] {
+            for c in 0u8..0x80 {
+                let m = kernel.masks(&padded(&[c]));
+                let got = ((m.l as u8 & 1) * L) | ((m.n as u8 & 1) * N) | ((m.s as u8 & 1) * S);
+                assert_eq!(got, class(c as char), "byte {c:#04x}");
             }
-            assert_eq!(ascii_masks(&padded(chunk)), want);
         }
     }
 }

@@ -4,6 +4,7 @@
 
 pub mod added;
 pub mod bert;
+mod blockmasks;
 pub mod bpe;
 pub mod bytelevel;
 pub mod bytesmap;

@@ -115,17 +115,16 @@ fn segment(text: &str, max_digits: usize, bufs: &mut Buffers) {
     blocks.clear();
     let mut classes = BlockClasses::new(text);
     for k in 0..nblocks {
-        let [l, n, s, o, cont] = classes.block(k * 64);
-        let [nl, sp, ap] = byte_masks(b, k * 64);
+        let ([l, n, s, o], bytes) = classes.block(k * 64);
         blocks.push(Block {
             l,
             n,
             s,
             o,
-            nl,
-            sp,
-            ap,
-            cont,
+            nl: bytes.nl,
+            sp: bytes.sp,
+            ap: bytes.ap,
+            cont: bytes.cont,
         });
     }
     let starts = &mut bufs.starts;
@@ -318,64 +317,6 @@ fn emit(starts: &[u64], len: usize, mut f: impl FnMut(usize, usize)) {
     }
 }
 
-/// `\r`/`\n`, space and apostrophe masks of the 64 bytes at `base` (bytes past the text in
-/// none).
-#[inline]
-fn byte_masks(b: &[u8], base: usize) -> [u64; 3] {
-    let mut pad = [0u8; 64];
-    let block: &[u8; 64] = if base + 64 <= b.len() {
-        b[base..base + 64].try_into().expect("64 bytes")
-    } else {
-        pad[..b.len() - base].copy_from_slice(&b[base..]);
-        &pad
-    };
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: 64 readable bytes; SSE2 is part of the x86_64 baseline.
-    return unsafe { byte_masks_sse2(block.as_ptr()) };
-    #[cfg(not(target_arch = "x86_64"))]
-    byte_masks_scalar(block)
-}
-
-#[cfg(any(test, not(target_arch = "x86_64")))]
-fn byte_masks_scalar(block: &[u8; 64]) -> [u64; 3] {
-    let mut m = [0u64; 3];
-    for (i, &c) in block.iter().enumerate() {
-        let bit = 1u64 << i;
-        if c == b'\r' || c == b'\n' {
-            m[0] |= bit;
-        }
-        if c == b' ' {
-            m[1] |= bit;
-        }
-        if c == b'\'' {
-            m[2] |= bit;
-        }
-    }
-    m
-}
-
-#[cfg(target_arch = "x86_64")]
-#[inline]
-unsafe fn byte_masks_sse2(p: *const u8) -> [u64; 3] {
-    use std::arch::x86_64::{
-        _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128, _mm_set1_epi8,
-    };
-    // SAFETY: the caller guarantees 64 readable bytes at `p`; SSE2 is baseline.
-    unsafe {
-        let mut m = [0u64; 3];
-        for k in 0..4 {
-            let v = _mm_loadu_si128(p.add(16 * k).cast());
-            let eq = |c: u8| _mm_cmpeq_epi8(v, _mm_set1_epi8(c as i8));
-            let nl = _mm_or_si128(eq(b'\r'), eq(b'\n'));
-            let sh = 16 * k;
-            for (j, x) in [nl, eq(b' '), eq(b'\'')].into_iter().enumerate() {
-                m[j] |= u64::from(_mm_movemask_epi8(x) as u16) << sh;
-            }
-        }
-        m
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::super::fastsplit::{tests::random_text, Known};
@@ -441,16 +382,5 @@ mod tests {
         let words = "ab 12  'll\t x. ".repeat(3 * SEGMENT / 16);
         both(&words, 3);
         both(&format!("{}9 'S", "é.".repeat(2 * SEGMENT)), 3);
-    }
-
-    #[test]
-    fn byte_masks_simd_matches_scalar() {
-        let bytes: Vec<u8> = (0..=255u8).cycle().skip(5).take(64 * 6 + 11).collect();
-        for base in (0..bytes.len()).step_by(64) {
-            let mut pad = [0u8; 64];
-            let n = (bytes.len() - base).min(64);
-            pad[..n].copy_from_slice(&bytes[base..base + n]);
-            assert_eq!(byte_masks(&bytes, base), byte_masks_scalar(&pad));
-        }
     }
 }
