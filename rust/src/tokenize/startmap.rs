@@ -27,8 +27,9 @@
 //! The local rules are bit operations over a 128-bit window (the block with 32 bytes each side).
 //! Of the four that reach further, the two frequent ones (the NL an O run takes, the last NL of
 //! a white-space run: once a line or so) are settled by one addition each, whose carry lands on
-//! the byte after a run; long digit runs, contractions, and runs that leave the window take a
-//! scalar look at each candidate (`fix_up`; it was 11% of the split when it took all four).
+//! the byte after a run; long runs of ASCII digits by hops of `max_digits` bytes over the
+//! window; contractions, wider digits and runs that leave the window take a scalar look at each
+//! candidate (`fix_up`; it was 11% of the split when it took all four).
 //! `tests::agrees_with_the_matcher` checks every split against `fastsplit`'s matcher (itself
 //! checked against Oniguruma), on random text of the tricky chars and across blocks.
 use super::fastsplit::{contraction, utf8_width, BlockClasses};
@@ -252,16 +253,47 @@ fn block_starts(blocks: &[Block], k: usize, max_digits: usize) -> BlockStarts {
         space_last = (space_last & lead) | next(space_last & cont);
     }
     let mut starts = letters | free_o | digits | space_first | space_last;
+    let mut special = ap & free_o & next(l);
+    let mut next_block = 0;
+    const MID: u128 = (u64::MAX as u128) << 32;
+    // Runs of more than `max_digits` digits starting in the block: a piece every `max_digits`
+    // digits. Of ASCII digits, found for the whole window at once, hopping `max_digits` bytes
+    // from each run's start while the run goes on; a run that leaves the window, and runs of
+    // wider digits, by `fix_up` (which walked every such run, 5% of the split on the test corpus
+    // with its long numbers).
     let long_digits = if max_digits == 1 {
         0
     } else {
-        n & !prev(n) & (n >> max_digits)
+        n & !prev(n) & (n >> max_digits) & MID
     };
-    let mut special = long_digits | (ap & free_o & next(l));
+    if long_digits != 0 {
+        if n & cont == 0 {
+            // Bit q: q and the `max_digits - 1` bytes before it are digits.
+            let mut whole = n;
+            for j in 1..max_digits {
+                whole &= n << j;
+            }
+            let (mut hop, mut found) = (long_digits, 0);
+            loop {
+                hop = (hop << max_digits) & whole;
+                if hop == 0 {
+                    break;
+                }
+                found |= hop;
+            }
+            starts |= found;
+            next_block |= (found >> 96) as u64;
+            let top = (!n).leading_zeros();
+            if (32..96).contains(&(128 - top)) {
+                special |= 1 << (128 - top);
+            }
+        } else {
+            special |= long_digits;
+        }
+    }
     // The block's own candidates of the two frequent rules that look past the window's few
     // bytes; each rule is settled here by one addition (a run's carry lands on the byte after
     // it) unless a run leaves the window, and then by `fix_up`.
-    const MID: u128 = (u64::MAX as u128) << 32;
     // SX after a NL: a start if its run of SX does not end at a NL.
     let after_nl = sx & lead & prev(nl) & MID;
     let (sum, out) = sx.overflowing_add(after_nl);
@@ -274,13 +306,12 @@ fn block_starts(blocks: &[Block], k: usize, max_digits: usize) -> BlockStarts {
     // a piece (in this block or the next).
     let absorbed = nl & run_s & prev(o) & MID;
     let (sum, out) = nl.overflowing_add(absorbed);
-    let mut next_block = 0;
     if out {
         special |= absorbed;
     } else {
         let landed = sum & !nl & s;
         starts |= landed;
-        next_block = (landed >> 96) as u64;
+        next_block |= (landed >> 96) as u64;
     }
     BlockStarts {
         starts: (starts >> 32) as u64,
@@ -341,8 +372,8 @@ mod tests {
         }
     }
 
-    /// The runs the window's additions follow, at every length and offset against the blocks:
-    /// NL after an O, then white space; SX after a NL, ending at a NL or not.
+    /// The runs that reach past the window's few bytes, at every length and offset against the
+    /// blocks: NL after an O, then white space; SX after a NL, ending at a NL or not; digits.
     #[test]
     fn runs_that_leave_the_window() {
         for pad in 0..70 {
@@ -359,6 +390,21 @@ mod tests {
                     format!("{p}\r\n{sps}\r\n {sps}.\n\n\t"),
                 ] {
                     both(&text, 3);
+                }
+            }
+            // Runs of digits (hopped over in the window, or left to `fix_up`), ASCII and with a
+            // wider digit (U+0661) in them, after a letter, an O or white space.
+            for n in (1..=70).chain([95, 96, 97, 127, 128, 129, 200]) {
+                let d = "0123456789".repeat(n / 10 + 1)[..n].to_owned();
+                for text in [
+                    format!("{p}{d}x"),
+                    format!("{p}.{d}"),
+                    format!("{p} {d}\n{d}"),
+                    format!("{p}{d}\u{661}{d}.."),
+                    format!("{p}\u{661}{d}"),
+                ] {
+                    both(&text, 3);
+                    both(&text, 1);
                 }
             }
         }
