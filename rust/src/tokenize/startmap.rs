@@ -234,9 +234,13 @@ fn block_starts(blocks: &[Block], k: usize, max_digits: usize) -> BlockStarts {
     // Free O: the first of a run of O, with no space before it. Spread over the bytes of its
     // char, so a letter right after such a one-char run sees it in the byte before.
     let free_o = o & !prev(o) & !prev(sp);
+    // (Both spreads are no-ops where the window is ASCII, most of a block's windows in most
+    // texts: skipped there.)
     let mut free_o_char = free_o;
-    for _ in 0..3 {
-        free_o_char |= prev(free_o_char) & cont;
+    if cont != 0 {
+        for _ in 0..3 {
+            free_o_char |= prev(free_o_char) & cont;
+        }
     }
     let letters = l & !prev(l) & !prev(sx) & !prev(free_o_char);
     let digits = if max_digits == 1 {
@@ -249,8 +253,10 @@ fn block_starts(blocks: &[Block], k: usize, max_digits: usize) -> BlockStarts {
     // The last char of a white-space run that more text follows, if not a NL: found at its last
     // byte, then moved back to its first.
     let mut space_last = s & !next(s) & next(valid) & !nl;
-    for _ in 0..3 {
-        space_last = (space_last & lead) | next(space_last & cont);
+    if cont != 0 {
+        for _ in 0..3 {
+            space_last = (space_last & lead) | next(space_last & cont);
+        }
     }
     let mut starts = letters | free_o | digits | space_first | space_last;
     let mut special = ap & free_o & next(l);
