@@ -93,12 +93,29 @@ pub(crate) fn split_at(text: &[u8], s: usize, e: usize) -> (u64, u64) {
         return split(&text[s..e]);
     }
     let n = (e - s).min(16);
-    let n0 = n.min(8);
     let w0 = u64::from_le_bytes(text[s..s + 8].try_into().expect("8 bytes"));
     let w1 = u64::from_le_bytes(text[s + 8..s + 16].try_into().expect("8 bytes"));
-    let mask = |k: usize| ((1u128 << (8 * k)) - 1) as u64;
-    (w0 & mask(n0), w1 & mask(n - n0))
+    // The masks from a table: a variable shift by up to 64 bits took a compare and two
+    // conditional moves per word.
+    let [m0, m1] = KEEP[n];
+    (w0 & m0, w1 & m1)
 }
+
+/// `KEEP[n]`: the masks that keep the first `n` of 16 bytes, as two little-endian words.
+const KEEP: [[u64; 2]; 17] = {
+    let mut t = [[0u64; 2]; 17];
+    let mut n = 1;
+    while n <= 16 {
+        let bits = 8 * n as u32;
+        t[n] = if bits <= 64 {
+            [u64::MAX >> (64 - bits), 0]
+        } else {
+            [u64::MAX, u64::MAX >> (128 - bits)]
+        };
+        n += 1;
+    }
+    t
+};
 
 /// A 64x64->128 multiply folded to 64 bits: a fast, well-mixing hash step.
 #[inline]
