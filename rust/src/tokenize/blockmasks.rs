@@ -133,6 +133,7 @@ fn masks_scalar(block: &[u8; 64]) -> ByteMasks {
 
 /// One lane-width's compares, written once for both kernels (macros, not closures: a closure
 /// does not take on its function's `target_feature`, and its intrinsics would be calls).
+#[cfg(target_arch = "x86_64")]
 macro_rules! masks_body {
     ($p:expr, $lanes:literal, $load:ident, $set1:ident, $cmpeq:ident, $min:ident, $max:ident,
      $sub:ident, $or:ident, $and:ident, $movemask:ident, $bits:ty) => {{
