@@ -137,6 +137,11 @@ impl<'a> BlockClasses<'a> {
         Self(Scanner::unloaded(text))
     }
 
+    /// The byte-mask kernel this text's blocks go through.
+    pub(super) fn kernel(&self) -> Kernel {
+        self.0.kernel
+    }
+
     /// Letter, digit, white-space and other masks of the block at `base` (a multiple of 64
     /// below the text's length), and its byte masks: bit i for byte `base + i`, bytes past the
     /// text in none.

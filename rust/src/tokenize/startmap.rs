@@ -32,6 +32,8 @@
 //! candidate (`fix_up`; it was 11% of the split when it took all four).
 //! `tests::agrees_with_the_matcher` checks every split against `fastsplit`'s matcher (itself
 //! checked against Oniguruma), on random text of the tricky chars and across blocks.
+#[cfg(target_arch = "x86_64")]
+use super::blockmasks::Kernel;
 use super::fastsplit::{contraction, utf8_width, BlockClasses};
 use super::long_text::safe_cut;
 use std::cell::RefCell;
@@ -110,24 +112,10 @@ fn next_cut(b: &[u8], from: usize) -> Option<usize> {
 
 /// Fills `bufs.starts` with the piece starts of `text` (bit i of word i / 64: byte i).
 fn segment(text: &str, max_digits: usize, bufs: &mut Buffers) {
-    let b = text.as_bytes();
-    let nblocks = b.len().div_ceil(64);
+    let nblocks = text.len().div_ceil(64);
     let blocks = &mut bufs.blocks;
     blocks.clear();
-    let mut classes = BlockClasses::new(text);
-    for k in 0..nblocks {
-        let ([l, n, s, o], bytes) = classes.block(k * 64);
-        blocks.push(Block {
-            l,
-            n,
-            s,
-            o,
-            nl: bytes.nl,
-            sp: bytes.sp,
-            ap: bytes.ap,
-            cont: bytes.cont,
-        });
-    }
+    classify(text, blocks);
     let starts = &mut bufs.starts;
     starts.clear();
     starts.resize(nblocks, 0);
@@ -143,6 +131,44 @@ fn segment(text: &str, max_digits: usize, bufs: &mut Buffers) {
             sp &= sp - 1;
             fix_up(text, blocks, starts, i, max_digits);
         }
+    }
+}
+
+/// Pushes the masks of each block of `text` onto `blocks`.
+fn classify(text: &str, blocks: &mut Vec<Block>) {
+    let classes = BlockClasses::new(text);
+    #[cfg(target_arch = "x86_64")]
+    if classes.kernel() == Kernel::Avx2 {
+        // SAFETY: the kernel is AVX2 only on a CPU that has it.
+        return unsafe { classify_avx2(classes, text.len(), blocks) };
+    }
+    classify_with(classes, text.len(), blocks);
+}
+
+/// `classify_with` compiled for AVX2, so that the kernel's masks inline into its loop: a
+/// `target_feature` function is not inlined into one without the feature, and the call per
+/// block returned its masks through memory.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn classify_avx2(classes: BlockClasses<'_>, len: usize, blocks: &mut Vec<Block>) {
+    classify_with(classes, len, blocks);
+}
+
+#[allow(clippy::inline_always)] // the body of both `classify` variants
+#[inline(always)]
+fn classify_with(mut classes: BlockClasses<'_>, len: usize, blocks: &mut Vec<Block>) {
+    for k in 0..len.div_ceil(64) {
+        let ([l, n, s, o], bytes) = classes.block(k * 64);
+        blocks.push(Block {
+            l,
+            n,
+            s,
+            o,
+            nl: bytes.nl,
+            sp: bytes.sp,
+            ap: bytes.ap,
+            cont: bytes.cont,
+        });
     }
 }
 
