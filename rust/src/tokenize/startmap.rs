@@ -24,12 +24,13 @@
 //!   then starts the next piece, or is a prefix of it);
 //! - after a free apostrophe's contraction, the next letter (`'sa` is `'s`, `a`).
 //!
-//! The local rules are bit operations over a 128-bit window (the block with 32 bytes each side).
-//! Of the four that reach further, the two frequent ones (the NL an O run takes, the last NL of
-//! a white-space run: once a line or so) are settled by one addition each, whose carry lands on
-//! the byte after a run; long runs of ASCII digits by hops of `max_digits` bytes over the
-//! window; contractions, wider digits and runs that leave the window take a scalar look at each
-//! candidate (`fix_up`; it was 11% of the split when it took all four).
+//! The local rules are bit operations on the block's 64-bit masks, with a bit or three carried
+//! in from the blocks either side. Of the four that reach further, the two frequent ones (the
+//! NL an O run takes, the last NL of a white-space run: once a line or so) are settled by one
+//! 128-bit addition each over the block and the next, whose carry lands on the byte after a
+//! run; long runs of ASCII digits by hops of `max_digits` bytes over the same two blocks;
+//! contractions, wider digits and runs that go on past the next block take a scalar look at
+//! each candidate (`fix_up`; it was 11% of the split when it took all four).
 //! `tests::agrees_with_the_matcher` checks every split against `fastsplit`'s matcher (itself
 //! checked against Oniguruma), on random text of the tricky chars and across blocks.
 #[cfg(target_arch = "x86_64")]
@@ -119,8 +120,13 @@ fn segment(text: &str, max_digits: usize, bufs: &mut Buffers) {
     let starts = &mut bufs.starts;
     starts.clear();
     starts.resize(nblocks, 0);
+    let none = Block::default();
+    let mut foc = 0;
     for k in 0..nblocks {
-        let found = block_starts(blocks, k, max_digits);
+        let prv = if k > 0 { &blocks[k - 1] } else { &none };
+        let nxt = blocks.get(k + 1).unwrap_or(&none);
+        let found = block_starts(prv, &blocks[k], nxt, foc, max_digits);
+        foc = found.foc;
         starts[k] |= found.starts;
         if let Some(next) = starts.get_mut(k + 1) {
             *next |= found.next_block;
@@ -239,125 +245,173 @@ fn fix_up(text: &str, blocks: &[Block], starts: &mut [u64], i: usize, max_digits
     }
 }
 
-/// Block `k`'s piece starts by the local rules, and the candidates `fix_up` decides.
-#[inline]
-fn block_starts(blocks: &[Block], k: usize, max_digits: usize) -> BlockStarts {
-    // The block in bits 32..96 of a 128-bit window, 32 bytes of its neighbours each side (the
-    // local rules look at most 8 bytes away); bytes outside the text are in no mask.
-    let win = |m: fn(&Block) -> u64| -> u128 {
-        let before = if k > 0 { m(&blocks[k - 1]) } else { 0 };
-        let after = blocks.get(k + 1).map_or(0, m);
-        u128::from(before >> 32) | (u128::from(m(&blocks[k])) << 32) | (u128::from(after) << 96)
-    };
-    let (l, n, s, o) = (win(|b| b.l), win(|b| b.n), win(|b| b.s), win(|b| b.o));
-    let (nl, sp, ap, cont) = (win(|b| b.nl), win(|b| b.sp), win(|b| b.ap), win(|b| b.cont));
-    // Byte i of `prev(m)` is byte i - 1 of `m`; of `next(m)`, byte i + 1.
-    let prev = |m: u128| m << 1;
-    let next = |m: u128| m >> 1;
+/// The piece starts of block `cur` by the local rules, and the candidates `fix_up` decides,
+/// given the blocks before and after it (`Block::default()` past the text) and `carry_foc`, the
+/// block before's `BlockStarts::foc`.
+///
+/// The masks are one word each; a rule's look at the byte before or after crosses into the
+/// neighbour's word through one bit (`p1`, `n1`). The rarer rules that reach further (long digit
+/// runs, the two additions) work on the block and the next as one 128-bit word. (It was all
+/// 128-bit windows over three blocks: twice the instructions, and this function a tenth of the
+/// Rust core's time.)
+#[allow(clippy::inline_always)] // once per block, in `segment`'s loop
+#[inline(always)]
+fn block_starts(
+    prv: &Block,
+    cur: &Block,
+    nxt: &Block,
+    carry_foc: u64,
+    max_digits: usize,
+) -> BlockStarts {
+    // Byte i of `p1(m, before)` is byte i - 1 of `m`, bit 0 taken from the block before's bit
+    // 63; of `n1(m, after)`, byte i + 1.
+    let p1 = |m: u64, before: u64| (m << 1) | (before >> 63);
+    let n1 = |m: u64, after: u64| (m >> 1) | (after << 63);
+    // Two blocks as one word: `cur` low, `nxt` high.
+    let wide = |m: u64, after: u64| u128::from(m) | (u128::from(after) << 64);
+    let Block {
+        l,
+        n,
+        s,
+        o,
+        nl,
+        sp,
+        ap,
+        cont,
+    } = *cur;
     let valid = l | n | s | o;
+    let valid_n = nxt.l | nxt.n | nxt.s | nxt.o;
     let lead = valid & !cont;
     let sx = s & !nl;
+    let o_before = p1(o, prv.o);
     // Free O: the first of a run of O, with no space before it. Spread over the bytes of its
-    // char, so a letter right after such a one-char run sees it in the byte before.
-    let free_o = o & !prev(o) & !prev(sp);
-    // (Both spreads are no-ops where the window is ASCII, most of a block's windows in most
-    // texts: skipped there.)
-    let mut free_o_char = free_o;
+    // char, so a letter right after such a one-char run sees it in the byte before. (Both
+    // spreads below are no-ops where the bytes are ASCII, most blocks of most texts: skipped
+    // there.)
+    let free_o = o & !o_before & !p1(sp, prv.sp);
+    let mut foc = free_o;
     if cont != 0 {
         for _ in 0..3 {
-            free_o_char |= prev(free_o_char) & cont;
+            foc |= p1(foc, carry_foc) & cont;
         }
     }
-    let letters = l & !prev(l) & !prev(sx) & !prev(free_o_char);
+    let letters = l & !p1(l, prv.l) & !p1(sx, prv.s & !prv.nl) & !p1(foc, carry_foc);
     let digits = if max_digits == 1 {
         n & lead
     } else {
-        n & !prev(n)
+        n & !p1(n, prv.n)
     };
-    let run_s = s & !prev(s);
-    let space_first = run_s & !(prev(o) & nl);
+    let run_s = s & !p1(s, prv.s);
+    let space_first = run_s & !(o_before & nl);
     // The last char of a white-space run that more text follows, if not a NL: found at its last
-    // byte, then moved back to its first.
-    let mut space_last = s & !next(s) & next(valid) & !nl;
-    if cont != 0 {
+    // byte, then moved back to its first (which may be in this block when the last is in the
+    // next).
+    let last = |s: u64, s_after: u64, valid: u64, valid_after: u64, nl: u64| {
+        s & !n1(s, s_after) & n1(valid, valid_after) & !nl
+    };
+    let mut space_last = last(s, nxt.s, valid, valid_n, nl);
+    if cont | (nxt.cont & 7) != 0 {
+        // The next block's, right in its first bytes (all that can move back into this one).
+        let mut after = last(nxt.s, 0, valid_n, 0, nxt.nl);
+        let lead_n = valid_n & !nxt.cont;
         for _ in 0..3 {
-            space_last = (space_last & lead) | next(space_last & cont);
+            space_last = (space_last & lead) | n1(space_last & cont, after & nxt.cont);
+            after = (after & lead_n) | ((after & nxt.cont) >> 1);
         }
     }
     let mut starts = letters | free_o | digits | space_first | space_last;
-    let mut special = ap & free_o & next(l);
+    let mut special = ap & free_o & n1(l, nxt.l);
     let mut next_block = 0;
-    const MID: u128 = (u64::MAX as u128) << 32;
-    // Runs of more than `max_digits` digits starting in the block: a piece every `max_digits`
-    // digits. Of ASCII digits, found for the whole window at once, hopping `max_digits` bytes
-    // from each run's start while the run goes on; a run that leaves the window, and runs of
-    // wider digits, by `fix_up` (which walked every such run, 5% of the split on the test corpus
-    // with its long numbers).
-    let long_digits = if max_digits == 1 {
-        0
-    } else {
-        n & !prev(n) & (n >> max_digits) & MID
-    };
-    if long_digits != 0 {
-        if n & cont == 0 {
-            // Bit q: q and the `max_digits - 1` bytes before it are digits.
-            let mut whole = n;
-            for j in 1..max_digits {
-                whole &= n << j;
-            }
-            let (mut hop, mut found) = (long_digits, 0);
-            loop {
-                hop = (hop << max_digits) & whole;
-                if hop == 0 {
-                    break;
-                }
-                found |= hop;
-            }
-            starts |= found;
-            next_block |= (found >> 96) as u64;
-            let top = (!n).leading_zeros();
-            if (32..96).contains(&(128 - top)) {
-                special |= 1 << (128 - top);
-            }
-        } else {
-            special |= long_digits;
-        }
+    if max_digits > 1 {
+        let (found, found_next, left) = long_digit_runs(prv, cur, nxt, max_digits);
+        starts |= found;
+        next_block |= found_next;
+        special |= left;
     }
-    // The block's own candidates of the two frequent rules that look past the window's few
-    // bytes; each rule is settled here by one addition (a run's carry lands on the byte after
-    // it) unless a run leaves the window, and then by `fix_up`.
+    // The block's own candidates of the two frequent rules that look past a byte or two; each
+    // is settled here by one addition (a run's carry lands on the byte after it) unless a run
+    // goes on past the next block, and then by `fix_up`.
     // SX after a NL: a start if its run of SX does not end at a NL.
-    let after_nl = sx & lead & prev(nl) & MID;
-    let (sum, out) = sx.overflowing_add(after_nl);
-    if out || sum & !sx & nl != 0 {
-        special |= after_nl;
-    } else {
-        starts |= after_nl;
+    let after_nl = sx & lead & p1(nl, prv.nl);
+    if after_nl != 0 {
+        let sxx = wide(sx, nxt.s & !nxt.nl);
+        let (sum, out) = sxx.overflowing_add(u128::from(after_nl));
+        if out || sum & !sxx & wide(nl, nxt.nl) != 0 {
+            special |= after_nl;
+        } else {
+            starts |= after_nl;
+        }
     }
     // NL right after an O: the O run's piece takes the run of NL; white space after it starts
     // a piece (in this block or the next).
-    let absorbed = nl & run_s & prev(o) & MID;
-    let (sum, out) = nl.overflowing_add(absorbed);
-    if out {
-        special |= absorbed;
-    } else {
-        let landed = sum & !nl & s;
-        starts |= landed;
-        next_block |= (landed >> 96) as u64;
+    let absorbed = nl & run_s & o_before;
+    if absorbed != 0 {
+        let nll = wide(nl, nxt.nl);
+        let (sum, out) = nll.overflowing_add(u128::from(absorbed));
+        if out {
+            special |= absorbed;
+        } else {
+            let landed = sum & !nll & wide(s, nxt.s);
+            starts |= landed as u64;
+            next_block |= (landed >> 64) as u64;
+        }
     }
     BlockStarts {
-        starts: (starts >> 32) as u64,
+        starts,
         next_block,
-        special: (special >> 32) as u64,
+        special,
+        foc,
     }
 }
 
-/// `block_starts`' answer: the block's piece starts, starts it found in the next block, and the
-/// candidates left to `fix_up`.
+/// Runs of more than `max_digits` digits starting in block `cur`: a piece every `max_digits`
+/// digits. Of ASCII digits, found for this block and the next at once, hopping `max_digits`
+/// bytes from each run's start while the run goes on; a run that goes on past the next block,
+/// and runs of wider digits, are left to `fix_up` (which walked every such run, 5% of the split
+/// on the test corpus with its long numbers). Returns the starts in this block and the next,
+/// and the runs left.
+#[allow(clippy::inline_always)] // once per block, in `segment`'s loop
+#[inline(always)]
+fn long_digit_runs(prv: &Block, cur: &Block, nxt: &Block, max_digits: usize) -> (u64, u64, u64) {
+    let nn = u128::from(cur.n) | (u128::from(nxt.n) << 64);
+    let long_digits = cur.n & !((cur.n << 1) | (prv.n >> 63)) & (nn >> max_digits) as u64;
+    if long_digits == 0 {
+        return (0, 0, 0);
+    }
+    if cur.n & cur.cont | nxt.n & nxt.cont != 0 {
+        return (0, 0, long_digits);
+    }
+    // Bit q: q and the `max_digits - 1` bytes before it are digits (a hop lands at least
+    // `max_digits` bytes past its run's start, so this never looks before the block).
+    let mut whole = nn;
+    for j in 1..max_digits {
+        whole &= nn << j;
+    }
+    let (mut hop, mut found) = (u128::from(long_digits), 0);
+    loop {
+        hop = (hop << max_digits) & whole;
+        if hop == 0 {
+            break;
+        }
+        found |= hop;
+    }
+    // The run that reaches the end of the next block, if it starts in this one.
+    let top = (!nn).leading_zeros();
+    let left = if top > 64 && long_digits >> (128 - top) & 1 != 0 {
+        1 << (128 - top)
+    } else {
+        0
+    };
+    (found as u64, (found >> 64) as u64, left)
+}
+
+/// `block_starts`' answer: the block's piece starts, starts it found in the next block, the
+/// candidates left to `fix_up`, and the block's free-O chars (for the next block's rules).
 struct BlockStarts {
     starts: u64,
     next_block: u64,
     special: u64,
+    foc: u64,
 }
 
 /// Calls `f(start, end)` for each piece: from each start to the next (the last to `len`).
@@ -404,7 +458,7 @@ mod tests {
         }
     }
 
-    /// The runs that reach past the window's few bytes, at every length and offset against the
+    /// The runs that reach past a byte or two, at every length and offset against the
     /// blocks: NL after an O, then white space; SX after a NL, ending at a NL or not; digits.
     #[test]
     fn runs_that_leave_the_window() {
@@ -424,7 +478,17 @@ mod tests {
                     both(&text, 3);
                 }
             }
-            // Runs of digits (hopped over in the window, or left to `fix_up`), ASCII and with a
+            // The last char of a white-space run, wider than a byte, across a block's end (in
+            // ASCII blocks otherwise).
+            for text in [
+                format!("{p} \u{3000}x"),
+                format!("{p}\u{3000}\u{3000}x"),
+                format!("{p}  \u{a0}x"),
+                format!("{p}\u{2003}.\u{3000}1"),
+            ] {
+                both(&text, 3);
+            }
+            // Runs of digits (hopped over two blocks, or left to `fix_up`), ASCII and with a
             // wider digit (U+0661) in them, after a letter, an O or white space.
             for n in (1..=70).chain([95, 96, 97, 127, 128, 129, 200]) {
                 let d = "0123456789".repeat(n / 10 + 1)[..n].to_owned();
