@@ -461,7 +461,7 @@ mod tests {
     /// The runs that reach past a byte or two, at every length and offset against the
     /// blocks: NL after an O, then white space; SX after a NL, ending at a NL or not; digits.
     #[test]
-    fn runs_that_leave_the_window() {
+    fn runs_that_reach_past_their_block() {
         for pad in 0..70 {
             let p = "b".repeat(pad);
             for n in [1, 2, 31, 32, 33, 63, 64, 65, 96, 97, 100, 200] {
