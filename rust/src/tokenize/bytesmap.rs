@@ -86,11 +86,13 @@ pub(crate) fn split(key: &[u8]) -> (u64, u64) {
 /// `split(&text[s..e])` (`s < e`), without branching on the length when 16 bytes can be read
 /// at `s`: two whole-word loads, masked. Piece lengths vary from one piece to the next, and
 /// `load`'s length branches mispredicted about once a piece.
-#[inline]
+/// Always inlined (once a piece; its cold end-of-text case out of line).
+#[allow(clippy::inline_always)]
+#[inline(always)]
 pub(crate) fn split_at(text: &[u8], s: usize, e: usize) -> (u64, u64) {
     debug_assert!(s < e && e <= text.len());
     if s + 16 > text.len() {
-        return split(&text[s..e]);
+        return split_near_end(&text[s..e]);
     }
     let n = (e - s).min(16);
     let w0 = u64::from_le_bytes(text[s..s + 8].try_into().expect("8 bytes"));
@@ -99,6 +101,12 @@ pub(crate) fn split_at(text: &[u8], s: usize, e: usize) -> (u64, u64) {
     // conditional moves per word.
     let [m0, m1] = KEEP[n];
     (w0 & m0, w1 & m1)
+}
+
+#[cold]
+#[inline(never)]
+fn split_near_end(key: &[u8]) -> (u64, u64) {
+    split(key)
 }
 
 /// `KEEP[n]`: the masks that keep the first `n` of 16 bytes, as two little-endian words.
