@@ -404,7 +404,7 @@ impl Bpe {
         // in front: pieces alternate between one byte and more at random, so that test was a
         // branch often mispredicted (a little faster without it, in alternating runs).
         let set = if len <= 16 && self.plain() {
-            let set = HotCache::set(k0, k1);
+            let set = cache.hot.set(k0, k1);
             cache.hot.prefetch_set(set);
             set as u32
         } else {
@@ -438,6 +438,7 @@ impl Bpe {
         tokens: &mut Vec<(u32, u32)>,
         scratch: &mut Scratch,
     ) -> Result<(), TokenizeError> {
+        scratch.cache(self.model_id).hot.looked_up(run.len());
         let mut i = 0;
         while i < run.len() {
             i += scratch.cache(self.model_id).hot.hits(&run[i..], ids);

@@ -48,6 +48,11 @@ pub(crate) struct Pending {
 /// stay the same; doubling from 131072 made the model stage 10% faster and the whole encode 5%
 /// (alternating runs: 14.8-15.0 vs 16.4-16.8 ms; 173-186 vs 170-177 MB/s).
 const HOT_SETS: usize = 1 << 18;
+/// The most sets the hot cache grows to (32 MiB) when its sets keep evicting pieces (see
+/// `HotCache::put`): on the test corpus, the ~2k pieces a round that missed by conflicts
+/// (three or more pieces of one set taking turns) halve, and the Rust core runs 2-5% faster
+/// (alternating runs; 64 MiB gained another 1%).
+const HOT_SETS_MAX: usize = 1 << 19;
 /// Most tokens a hot slot holds itself.
 pub(crate) const HOT_TOKENS: usize = 3;
 /// Most tokens of a piece the hot cache holds (its 4-bit count).
@@ -62,12 +67,18 @@ const HOT_TOKENS_MAX: usize = 15;
 /// test corpus missed again every round.)
 ///
 /// The table is allocated by the first `put` (the default is empty): a thread's scratch keeps a
-/// cache per model, and only byte-level BPE uses these (18 MiB that a WordPiece or Unigram model
+/// cache per model, and only byte-level BPE uses these (18-34 MiB that a WordPiece or Unigram model
 /// would never touch).
 #[derive(Default)]
 pub(crate) struct HotCache {
     sets: HugeTable<HotSet>,
+    /// `sets.len() - 1` (0 before the table is allocated).
+    mask: usize,
     pool: Pool,
+    /// Pieces looked up (by `hits`; the offsets path is not counted) and pieces evicted by
+    /// `put`, since the table was made.
+    pieces: usize,
+    evictions: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -98,9 +109,13 @@ const EMPTY_HOT: HotSlot = HotSlot {
 
 impl HotCache {
     #[inline]
-    pub(crate) fn set(k0: u64, k1: u64) -> usize {
-        (bytesmap::fold(k0 ^ 0x9e37_79b9_7f4a_7c15, k1 ^ 0x2545_f491_4f6c_dd1d) as usize)
-            & (HOT_SETS - 1)
+    pub(crate) fn set(&self, k0: u64, k1: u64) -> usize {
+        Self::hash(k0, k1) & self.mask
+    }
+
+    #[inline]
+    fn hash(k0: u64, k1: u64) -> usize {
+        bytesmap::fold(k0 ^ 0x9e37_79b9_7f4a_7c15, k1 ^ 0x2545_f491_4f6c_dd1d) as usize
     }
 
     /// Asks the CPU to start loading set `set`.
@@ -114,7 +129,7 @@ impl HotCache {
     /// The slot holding this piece, with its token count.
     #[inline]
     fn find(&self, len: usize, k0: u64, k1: u64) -> Option<(&HotSlot, usize)> {
-        let [a, b] = &self.sets.get(Self::set(k0, k1))?.0;
+        let [a, b] = &self.sets.get(self.set(k0, k1))?.0;
         let hit = |s: &HotSlot| s.k0 == k0 && s.k1 == k1 && (s.meta & 31) as usize == len;
         let s = [a, b].into_iter().find(|s| hit(s))?;
         Some((s, ((s.meta >> 5) & 15) as usize))
@@ -148,6 +163,12 @@ impl HotCache {
             ids.extend(self.pool.get(s.ids[0], n).iter().map(|t| t.0));
         }
         true
+    }
+
+    /// Counts `n` pieces looked up (for `put`'s growth).
+    #[inline]
+    pub(crate) fn looked_up(&mut self, n: usize) {
+        self.pieces += n;
     }
 
     /// Pushes the ids of `run`'s pieces in order while they hit, and returns how many did: the
@@ -203,14 +224,21 @@ impl HotCache {
 
     /// Caches the tokens of a piece of `len` (1..=16) bytes, if there are at most
     /// `HOT_TOKENS_MAX`, in the first slot of its set (the older entry there moves to the other
-    /// slot).
+    /// slot). When more than one piece in 1024 looked up has been evicted (pieces taking turns
+    /// in their sets, each turn a miss), the table doubles (up to `HOT_SETS_MAX`) and starts
+    /// over: text whose pieces fit leaves it at 16 MiB.
     #[inline]
     pub(crate) fn put(&mut self, len: usize, k0: u64, k1: u64, tokens: &[(u32, u32)]) {
         if tokens.is_empty() || tokens.len() > HOT_TOKENS_MAX {
             return;
         }
         if self.sets.is_empty() {
-            self.sets = HugeTable::zeroed(HOT_SETS);
+            self.resize(HOT_SETS);
+        } else if self.evictions > 64
+            && self.evictions * 1024 > self.pieces
+            && self.sets.len() < HOT_SETS_MAX
+        {
+            self.resize(2 * self.sets.len());
         }
         let mut slot = HotSlot {
             k0,
@@ -229,14 +257,27 @@ impl HotCache {
                 self.pool.push(tokens).expect("an empty pool has room")
             });
         }
-        let set = &mut self.sets[Self::set(k0, k1)].0;
+        let at = self.set(k0, k1);
+        let set = &mut self.sets[at].0;
+        self.evictions += usize::from(set[1].meta & 31 != 0);
         set[1] = set[0];
         set[0] = slot;
+    }
+
+    /// A new, empty table of `sets` sets. (Pieces whose set was computed with the old size, in
+    /// a run already pending, miss in the new one: a miss is never a wrong answer.)
+    #[cold]
+    fn resize(&mut self, sets: usize) {
+        self.sets = HugeTable::zeroed(sets);
+        self.mask = sets - 1;
+        self.pool.clear();
+        (self.pieces, self.evictions) = (0, 0);
     }
 
     pub(crate) fn clear(&mut self) {
         self.sets.fill(HotSet([EMPTY_HOT; 2]));
         self.pool.clear();
+        (self.pieces, self.evictions) = (0, 0);
     }
 }
 
@@ -439,7 +480,7 @@ mod tests {
         let key = |p: &[u8]| bytesmap::split(p);
         // No table until the first put; lookups before it miss.
         assert!(hot.sets.is_empty());
-        hot.prefetch_set(HotCache::set(1, 2));
+        hot.prefetch_set(hot.set(1, 2));
         assert!(!hot.get(2, key(b"ab").0, 0, &mut vec![]));
         assert!(!hot.get_ids(2, key(b"ab").0, 0, &mut vec![]));
         let pieces: [&[u8]; 4] = [b"ab", b" hello", b"0123456789abcdef", b"xyz"];
@@ -465,11 +506,11 @@ mod tests {
         assert!(!hot.get(3, k0, k1, &mut vec![]));
         // Three keys in one set: the oldest is evicted, the two newest stay.
         let mut same_set = Vec::new();
-        let want = HotCache::set(key(b"k0").0, key(b"k0").1);
+        let want = HotCache::hash(key(b"k0").0, key(b"k0").1) & (HOT_SETS - 1);
         for i in 0u32.. {
             let p = format!("k{i}").into_bytes();
             let (a, b) = key(&p);
-            if HotCache::set(a, b) == want {
+            if HotCache::hash(a, b) & (HOT_SETS - 1) == want {
                 same_set.push(p);
                 if same_set.len() == 3 {
                     break;
@@ -500,7 +541,7 @@ mod tests {
                 end: p.len() as u32,
                 k0,
                 k1,
-                set: HotCache::set(k0, k1) as u32,
+                set: (HotCache::hash(k0, k1) & (HOT_SETS - 1)) as u32,
                 len: p.len() as u32,
             }
         };
@@ -540,17 +581,49 @@ mod tests {
         assert_eq!(hot.hits(&[wide], &mut ids), 0);
     }
 
+    /// Sets that keep evicting make the table double, once, and it still answers right; sets
+    /// that evict rarely, for the pieces looked up, leave it as it is.
+    #[test]
+    fn hot_cache_grows_when_its_sets_keep_evicting() {
+        let fill = |per_put: usize| {
+            let mut hot = HotCache::default();
+            let mut grew_at = None;
+            for i in 0..3 * HOT_SETS as u64 {
+                hot.looked_up(per_put);
+                hot.put(8, i + 1, 0, &[(i as u32, 8)]);
+                let mut ids = vec![];
+                assert!(hot.get_ids(8, i + 1, 0, &mut ids), "just put: {i}");
+                assert_eq!(ids, [i as u32]);
+                if hot.sets.len() > HOT_SETS && grew_at.is_none() {
+                    grew_at = Some(i);
+                }
+            }
+            (hot, grew_at)
+        };
+        // Every put a new piece among 64 looked up: evictions pass one in 1024 once the sets
+        // fill.
+        let (hot, grew_at) = fill(64);
+        let grew_at = grew_at.expect("the table grew");
+        assert!(grew_at > HOT_SETS as u64 / 2, "{grew_at}");
+        assert_eq!(hot.sets.len(), HOT_SETS_MAX);
+        assert_eq!(hot.mask, HOT_SETS_MAX - 1);
+        // One put in 4096 lookups: never.
+        let (hot, grew_at) = fill(4096);
+        assert_eq!(grew_at, None);
+        assert_eq!(hot.sets.len(), HOT_SETS);
+    }
+
     #[test]
     fn a_many_token_piece_takes_one_slot_and_its_tokens_the_pool() {
         let mut hot = HotCache::default();
         let key = |p: &[u8]| bytesmap::split(p);
         let same_set: Vec<Vec<u8>> = {
-            let want = HotCache::set(key(b"k0").0, key(b"k0").1);
+            let want = HotCache::hash(key(b"k0").0, key(b"k0").1) & (HOT_SETS - 1);
             (0u32..)
                 .map(|i| format!("k{i}").into_bytes())
                 .filter(|p| {
                     let (a, b) = key(p);
-                    HotCache::set(a, b) == want
+                    HotCache::hash(a, b) & (HOT_SETS - 1) == want
                 })
                 .take(3)
                 .collect()
