@@ -438,7 +438,7 @@ impl Bpe {
         tokens: &mut Vec<(u32, u32)>,
         scratch: &mut Scratch,
     ) -> Result<(), TokenizeError> {
-        scratch.cache(self.model_id).hot.looked_up(run.len());
+        self.looked_up(run.len(), scratch);
         let mut i = 0;
         while i < run.len() {
             i += scratch.cache(self.model_id).hot.hits(&run[i..], ids);
@@ -449,6 +449,12 @@ impl Bpe {
             }
         }
         Ok(())
+    }
+
+    /// Counts `n` pieces about to be looked up in this thread's hot cache (see `HotCache::put`).
+    #[inline]
+    pub fn looked_up(&self, n: usize, scratch: &mut Scratch) {
+        scratch.cache(self.model_id).hot.looked_up(n);
     }
 
     /// Asks the CPU to start loading the small-cache set of a piece (`pending`'s prefetch,

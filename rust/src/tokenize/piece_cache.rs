@@ -225,8 +225,9 @@ impl HotCache {
     /// Caches the tokens of a piece of `len` (1..=16) bytes, if there are at most
     /// `HOT_TOKENS_MAX`, in the first slot of its set (the older entry there moves to the other
     /// slot). When more than one piece in 1024 looked up has been evicted (pieces taking turns
-    /// in their sets, each turn a miss), the table doubles (up to `HOT_SETS_MAX`) and starts
-    /// over: text whose pieces fit leaves it at 16 MiB.
+    /// in their sets, each turn a miss), after at least as many lookups as there are sets, the
+    /// table doubles (up to `HOT_SETS_MAX`) and starts over: text whose pieces fit leaves it at
+    /// 16 MiB.
     #[inline]
     pub(crate) fn put(&mut self, len: usize, k0: u64, k1: u64, tokens: &[(u32, u32)]) {
         if tokens.is_empty() || tokens.len() > HOT_TOKENS_MAX {
@@ -234,8 +235,8 @@ impl HotCache {
         }
         if self.sets.is_empty() {
             self.resize(HOT_SETS);
-        } else if self.evictions > 64
-            && self.evictions * 1024 > self.pieces
+        } else if self.evictions * 1024 > self.pieces
+            && self.pieces >= self.sets.len()
             && self.sets.len() < HOT_SETS_MAX
         {
             self.resize(2 * self.sets.len());
