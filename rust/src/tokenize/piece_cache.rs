@@ -75,8 +75,8 @@ pub(crate) struct HotCache {
     /// `sets.len() - 1` (0 before the table is allocated).
     mask: usize,
     pool: Pool,
-    /// Pieces looked up (by `hits`; the offsets path is not counted) and pieces evicted by
-    /// `put`, since the table was made.
+    /// Pieces looked up (counted by `Bpe::looked_up`, per run of the ids path and per text of
+    /// the offsets path) and pieces evicted by `put`, since the table was made or cleared.
     pieces: usize,
     evictions: usize,
 }
@@ -336,6 +336,17 @@ pub(crate) fn wide_key(piece: &[u8]) -> [u64; 4] {
         return [k0, k1, 0, 0];
     }
     let (k2, k3) = bytesmap::split(&piece[16..]);
+    [k0, k1, k2, k3]
+}
+
+/// `wide_key(&text[start..end])` of a piece of 17 to 32 bytes whose first 16 are `k0`, `k1`:
+/// the rest from two masked word loads (`bytesmap::split_at`), where `wide_key`'s byte loads
+/// branch on the length (mispredicted once a piece, the lengths vary).
+#[allow(clippy::inline_always)] // once a wide piece, in the ids path's loops
+#[inline(always)]
+pub(crate) fn wide_key_at(text: &[u8], start: usize, end: usize, k0: u64, k1: u64) -> [u64; 4] {
+    debug_assert!((17..=WIDE_LEN).contains(&(end - start)));
+    let (k2, k3) = bytesmap::split_at(text, start + 16, end);
     [k0, k1, k2, k3]
 }
 
@@ -767,6 +778,22 @@ mod tests {
         assert!(wide.pool.len() <= POOL_TOKENS);
         assert_eq!(probe(&wide, c), None);
         assert_eq!(probe(&wide, fill.last().unwrap()), Some(many));
+    }
+
+    #[test]
+    fn wide_key_at_is_wide_key() {
+        let text: Vec<u8> = (0..200u8).map(|i| i.wrapping_mul(37) | 1).collect();
+        for start in 0..text.len() - 17 {
+            for end in start + 17..=(start + WIDE_LEN).min(text.len()) {
+                let (k0, k1) = bytesmap::split_at(&text, start, start + 16);
+                let want = wide_key(&text[start..end]);
+                assert_eq!(
+                    wide_key_at(&text, start, end, k0, k1),
+                    want,
+                    "{start}..{end}"
+                );
+            }
+        }
     }
 
     #[test]
