@@ -469,7 +469,7 @@ impl Bpe {
 
     /// Counts `n` pieces about to be looked up in this thread's hot cache (see `HotCache::put`).
     #[inline]
-    pub fn looked_up(&self, n: usize, scratch: &mut Scratch) {
+    pub(crate) fn looked_up(&self, n: usize, scratch: &mut Scratch) {
         scratch.cache(self.model_id).hot.looked_up(n);
     }
 
