@@ -226,8 +226,8 @@ impl HotCache {
     /// `HOT_TOKENS_MAX`, in the first slot of its set (the older entry there moves to the other
     /// slot). When more than one piece in 1024 looked up has been evicted (pieces taking turns
     /// in their sets, each turn a miss), after at least as many lookups as there are sets, the
-    /// table doubles (up to `HOT_SETS_MAX`) and starts over: text whose pieces fit leaves it at
-    /// 16 MiB.
+    /// table doubles (up to `HOT_SETS_MAX`), keeping its pieces: text whose pieces fit leaves it
+    /// at 16 MiB.
     #[inline]
     pub(crate) fn put(&mut self, len: usize, k0: u64, k1: u64, tokens: &[(u32, u32)]) {
         if tokens.is_empty() || tokens.len() > HOT_TOKENS_MAX {
@@ -239,7 +239,7 @@ impl HotCache {
             && self.pieces >= self.sets.len()
             && self.sets.len() < HOT_SETS_MAX
         {
-            self.resize(2 * self.sets.len());
+            self.grow();
         }
         let mut slot = HotSlot {
             k0,
@@ -265,13 +265,33 @@ impl HotCache {
         set[0] = slot;
     }
 
-    /// A new, empty table of `sets` sets. (Pieces whose set was computed with the old size, in
-    /// a run already pending, miss in the new one: a miss is never a wrong answer.)
+    /// A new, empty table of `sets` sets.
     #[cold]
     fn resize(&mut self, sets: usize) {
         self.sets = HugeTable::zeroed(sets);
         self.mask = sets - 1;
         self.pool.clear();
+        (self.pieces, self.evictions) = (0, 0);
+    }
+
+    /// Doubles the table, keeping its pieces: a set's pieces go to one of two sets of the new
+    /// table (the hash's next bit tells which), so none is evicted, and the pool's tokens stay
+    /// where the slots point. (Starting over cost a round of misses, ~12 ms on the test corpus,
+    /// against ~3 ms to move 16 MiB.) Pieces whose set was computed with the old size, in a run
+    /// already pending, miss in the new table: a miss is never a wrong answer.
+    #[cold]
+    fn grow(&mut self) {
+        let doubled = HugeTable::zeroed(2 * self.sets.len());
+        let old = std::mem::replace(&mut self.sets, doubled);
+        self.mask = self.sets.len() - 1;
+        for slot in old.iter().flat_map(|set| set.0) {
+            if slot.meta & 31 != 0 {
+                let at = self.set(slot.k0, slot.k1);
+                let set = &mut self.sets[at].0;
+                // The older slot of the old set comes second, so it stays second.
+                set[usize::from(set[0].meta & 31 != 0)] = slot;
+            }
+        }
         (self.pieces, self.evictions) = (0, 0);
     }
 
@@ -597,31 +617,41 @@ mod tests {
     /// that evict rarely, for the pieces looked up, leave it as it is.
     #[test]
     fn hot_cache_grows_when_its_sets_keep_evicting() {
+        // Puts a new piece after each `per_put` lookups; returns the cache, when it grew, and
+        // how many of the 1000 pieces put just before the growth it still held right after.
         let fill = |per_put: usize| {
             let mut hot = HotCache::default();
-            let mut grew_at = None;
+            let mut grew = None;
             for i in 0..3 * HOT_SETS as u64 {
                 hot.looked_up(per_put);
                 hot.put(8, i + 1, 0, &[(i as u32, 8)]);
                 let mut ids = vec![];
                 assert!(hot.get_ids(8, i + 1, 0, &mut ids), "just put: {i}");
                 assert_eq!(ids, [i as u32]);
-                if hot.sets.len() > HOT_SETS && grew_at.is_none() {
-                    grew_at = Some(i);
+                if hot.sets.len() > HOT_SETS && grew.is_none() {
+                    let kept = (i.saturating_sub(1000)..i)
+                        .filter(|&j| {
+                            let mut ids = vec![];
+                            hot.get_ids(8, j + 1, 0, &mut ids) && ids == [j as u32]
+                        })
+                        .count();
+                    grew = Some((i, kept));
                 }
             }
-            (hot, grew_at)
+            (hot, grew)
         };
         // Every put a new piece among 64 looked up: evictions pass one in 1024 once the sets
         // fill.
-        let (hot, grew_at) = fill(64);
-        let grew_at = grew_at.expect("the table grew");
+        let (hot, grew) = fill(64);
+        let (grew_at, kept) = grew.expect("the table grew");
         assert!(grew_at > HOT_SETS as u64 / 2, "{grew_at}");
+        // The growth kept the pieces the table held (of the last 1000, nearly all).
+        assert!(kept > 990, "{kept} of 1000 kept");
         assert_eq!(hot.sets.len(), HOT_SETS_MAX);
         assert_eq!(hot.mask, HOT_SETS_MAX - 1);
         // One put in 4096 lookups: never.
-        let (hot, grew_at) = fill(4096);
-        assert_eq!(grew_at, None);
+        let (hot, grew) = fill(4096);
+        assert!(grew.is_none());
         assert_eq!(hot.sets.len(), HOT_SETS);
     }
 
