@@ -447,20 +447,20 @@ impl Bpe {
             i += cache.hot.hits(&run[i..], ids);
             if let Some(p) = run.get(i) {
                 let (start, end) = (p.start as usize, p.end as usize);
-                // A wide piece (17-32 bytes: a fifth of the loop's exits on the test corpus)
-                // from its key's first half, already split.
-                if (17..=WIDE_LEN).contains(&(end - start))
-                    && self.plain()
-                    && cache.wide.get_ids(
-                        end - start,
-                        &wide_key_at(text, start, end, p.k0, p.k1),
-                        ids,
-                    )
-                {
-                    i += 1;
-                    continue;
+                let piece = &text[start..end];
+                if (17..=WIDE_LEN).contains(&piece.len()) && self.plain() {
+                    // A wide piece (17-32 bytes: a fifth of the loop's exits on the test
+                    // corpus) from its key's first half, already split; on a miss, straight
+                    // past the small caches (`ids_bytes` would look in the wide one again).
+                    let key = wide_key_at(text, start, end, p.k0, p.k1);
+                    if !cache.wide.get_ids(piece.len(), &key, ids) {
+                        tokens.clear();
+                        self.tokenize_small_miss(piece, (p.k0, p.k1), tokens, scratch)?;
+                        ids.extend(tokens.iter().map(|t| t.0));
+                    }
+                } else {
+                    self.ids_bytes(piece, (p.k0, p.k1), ids, tokens, scratch)?;
                 }
-                self.ids_bytes(&text[start..end], (p.k0, p.k1), ids, tokens, scratch)?;
                 i += 1;
             }
         }

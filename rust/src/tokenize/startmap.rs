@@ -323,7 +323,7 @@ fn block_starts(
     let mut special = ap & free_o & n1(l, nxt.l);
     let mut next_block = 0;
     if max_digits > 1 {
-        let (found, found_next, left) = long_digit_runs(prv, cur, nxt, max_digits);
+        let (found, found_next, left) = long_digit_runs(digits, cur, nxt, max_digits);
         starts |= found;
         next_block |= found_next;
         special |= left;
@@ -368,13 +368,18 @@ fn block_starts(
 /// digits. Of ASCII digits, found for this block and the next at once, hopping `max_digits`
 /// bytes from each run's start while the run goes on; a run that goes on past the next block,
 /// and runs of wider digits, are left to `fix_up` (which walked every such run, 5% of the split
-/// on the test corpus with its long numbers). Returns the starts in this block and the next,
-/// and the runs left.
+/// on the test corpus with its long numbers). `run_starts` are the block's digit-run starts.
+/// Returns the starts in this block and the next, and the runs left.
 #[allow(clippy::inline_always)] // once per block, in `segment`'s loop
 #[inline(always)]
-fn long_digit_runs(prv: &Block, cur: &Block, nxt: &Block, max_digits: usize) -> (u64, u64, u64) {
+fn long_digit_runs(
+    run_starts: u64,
+    cur: &Block,
+    nxt: &Block,
+    max_digits: usize,
+) -> (u64, u64, u64) {
     let nn = u128::from(cur.n) | (u128::from(nxt.n) << 64);
-    let long_digits = cur.n & !((cur.n << 1) | (prv.n >> 63)) & (nn >> max_digits) as u64;
+    let long_digits = run_starts & (nn >> max_digits) as u64;
     if long_digits == 0 {
         return (0, 0, 0);
     }
