@@ -173,6 +173,17 @@ def test_bucketing_reports_padding_saved(tok):
 def test_count_tokens(tok):
     texts = ["hello world", "", "日本語", "x" * 1000]
     assert tok.count_tokens(texts) == [len(tok.encode(t, add_special_tokens=False).ids) for t in texts]
+    # Any sequence of str; many texts take the thread pool, the counts stay in order.
+    many = [t * (i % 7) for i, t in enumerate(texts * 64)]
+    assert tok.count_tokens(tuple(many)) == [len(tok.encode(t, add_special_tokens=False).ids) for t in many]
+
+
+@pytest.mark.parametrize("call", ["count_tokens", "encode_batch_arrays"])
+def test_batch_of_str_calls_name_the_bad_item(tok, call):
+    with pytest.raises(TypeError, match="item 2 is bytes"):
+        getattr(tok, call)(["a", "b", b"c"])
+    with pytest.raises(TypeError, match="list of str"):
+        getattr(tok, call)("one text")
 
 
 def test_encoding_mappings_match_hf(cl100k_json):

@@ -179,6 +179,9 @@ class Tokenizer:
         return_offsets: bool = False,
         num_threads: int | None = None,
     ) -> tuple[bytes, bytes, bytes | None]: ...
+    def count_tokens(
+        self, texts: list[str], add_special_tokens: bool = False, num_threads: int | None = None
+    ) -> list[int]: ...
     def encode_batch_padded(
         self,
         texts: list[str],

@@ -245,8 +245,7 @@ class Tokenizer:
         """Number of tokens of each text (ids only, no offsets), in parallel."""
         if isinstance(texts, str):
             raise TypeError("count_tokens() takes a list of str")
-        _, lens_b, _ = self._core.encode_batch_flat(list(texts), add_special_tokens, None, False, None)
-        return list(memoryview(lens_b).cast("Q"))
+        return self._core.count_tokens(texts, add_special_tokens)
 
     # -- decoding ----------------------------------------------------------------------------
     def decode(self, ids: Sequence[int], skip_special_tokens: bool = True) -> str:

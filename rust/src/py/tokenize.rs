@@ -132,7 +132,7 @@ impl PyTokenizer {
     fn array_rows(
         &self,
         py: Python<'_>,
-        texts: &[String],
+        texts: &[PyText],
         add_special_tokens: bool,
         max_length: Option<usize>,
         return_offsets: bool,
@@ -427,7 +427,7 @@ impl PyTokenizer {
     fn encode_batch_flat<'py>(
         &self,
         py: Python<'py>,
-        texts: Vec<String>,
+        texts: &Bound<'_, PyAny>,
         add_special_tokens: bool,
         max_length: Option<usize>,
         return_offsets: bool,
@@ -437,6 +437,7 @@ impl PyTokenizer {
         Bound<'py, PyBytes>,
         Option<Bound<'py, PyBytes>>,
     )> {
+        let texts = texts_of(texts, "encode_batch_arrays")?;
         let rows = self.array_rows(
             py,
             &texts,
@@ -446,24 +447,48 @@ impl PyTokenizer {
             num_threads,
         )?;
         let total: usize = rows.iter().map(|r| r.0.len()).sum();
-        let mut ids = Vec::with_capacity(total * 4);
-        let mut lens = Vec::with_capacity(rows.len() * 8);
-        let mut offs = Vec::with_capacity(if return_offsets { total * 8 } else { 0 });
-        for (row_ids, row_offs) in &rows {
-            lens.extend_from_slice(&(row_ids.len() as u64).to_le_bytes());
-            for &id in row_ids {
-                ids.extend_from_slice(&id.to_le_bytes());
+        // Written straight into the bytes objects (one pass, no staging Vec).
+        let ids = PyBytes::new_with(py, total * 4, |buf| {
+            let values = rows.iter().flat_map(|r| &r.0);
+            for (dst, &id) in buf.chunks_exact_mut(4).zip(values) {
+                dst.copy_from_slice(&id.to_le_bytes());
             }
-            for &(a, b) in row_offs {
-                offs.extend_from_slice(&a.to_le_bytes());
-                offs.extend_from_slice(&b.to_le_bytes());
+            Ok(())
+        })?;
+        let lens = PyBytes::new_with(py, rows.len() * 8, |buf| {
+            for (dst, r) in buf.chunks_exact_mut(8).zip(&rows) {
+                dst.copy_from_slice(&(r.0.len() as u64).to_le_bytes());
             }
-        }
-        Ok((
-            PyBytes::new(py, &ids),
-            PyBytes::new(py, &lens),
-            return_offsets.then(|| PyBytes::new(py, &offs)),
-        ))
+            Ok(())
+        })?;
+        let offs = if return_offsets {
+            let n: usize = rows.iter().map(|r| r.1.len()).sum();
+            Some(PyBytes::new_with(py, n * 8, |buf| {
+                let values = rows.iter().flat_map(|r| &r.1);
+                for (dst, &(a, b)) in buf.chunks_exact_mut(8).zip(values) {
+                    dst[..4].copy_from_slice(&a.to_le_bytes());
+                    dst[4..].copy_from_slice(&b.to_le_bytes());
+                }
+                Ok(())
+            })?)
+        } else {
+            None
+        };
+        Ok((ids, lens, offs))
+    }
+
+    /// The number of tokens of each text (ids only: no offsets, no flat copy of the ids).
+    #[pyo3(signature = (texts, add_special_tokens = false, num_threads = None))]
+    fn count_tokens(
+        &self,
+        py: Python<'_>,
+        texts: &Bound<'_, PyAny>,
+        add_special_tokens: bool,
+        num_threads: Option<usize>,
+    ) -> PyResult<Vec<usize>> {
+        let texts = texts_of(texts, "count_tokens")?;
+        let rows = self.array_rows(py, &texts, add_special_tokens, None, false, num_threads)?;
+        Ok(rows.iter().map(|r| r.0.len()).collect())
     }
 
     /// A padded batch written straight into bytearrays: `(input_ids, attention_mask, offsets or
@@ -479,7 +504,7 @@ impl PyTokenizer {
     fn encode_batch_padded<'py>(
         &self,
         py: Python<'py>,
-        texts: Vec<String>,
+        texts: &Bound<'_, PyAny>,
         add_special_tokens: bool,
         max_length: Option<usize>,
         fixed: bool,
@@ -495,6 +520,7 @@ impl PyTokenizer {
         usize,
         usize,
     )> {
+        let texts = texts_of(texts, "encode_batch_arrays")?;
         let encs = self.array_rows(
             py,
             &texts,
@@ -821,6 +847,29 @@ impl std::fmt::Display for InputIndex {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "input {}", self.0)
     }
+}
+
+/// The texts of a list of str, read in place (see `PyText`); `call` names the method in errors.
+fn texts_of(texts: &Bound<'_, PyAny>, call: &str) -> PyResult<Vec<PyText>> {
+    if texts.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(format!(
+            "{call}() takes a list of str; for one text call encode()"
+        )));
+    }
+    let mut out = Vec::with_capacity(texts.len().unwrap_or(0));
+    for (i, item) in texts.try_iter()?.enumerate() {
+        let item = item?;
+        let s = item.cast::<PyString>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{call}() takes a list of str; item {i} is {}",
+                item.get_type()
+                    .name()
+                    .map_or_else(|_| "not a str".to_owned(), |n| n.to_string())
+            ))
+        })?;
+        out.push(PyText::new(s)?);
+    }
+    Ok(out)
 }
 
 fn extract_batch(
