@@ -90,7 +90,7 @@ pub enum Body {
 }
 
 /// The result of encoding: ids, tokens, offsets, masks, and the word/char/token mappings.
-#[pyclass(name = "Encoding", module = "fastprep._core", frozen)]
+#[pyclass(name = "Encoding", module = "fastprep._core", frozen, freelist = 4096)]
 pub struct PyEncoding {
     body: Body,
     tok: Arc<Tokenizer>,

@@ -440,7 +440,6 @@ impl Bpe {
         tokens: &mut Vec<(u32, u32)>,
         scratch: &mut Scratch,
     ) -> Result<(), TokenizeError> {
-        self.looked_up(run.len(), scratch);
         let mut i = 0;
         while i < run.len() {
             let cache = scratch.cache(self.model_id);
@@ -465,12 +464,6 @@ impl Bpe {
             }
         }
         Ok(())
-    }
-
-    /// Counts `n` pieces about to be looked up in this thread's hot cache (see `HotCache::put`).
-    #[inline]
-    pub(crate) fn looked_up(&self, n: usize, scratch: &mut Scratch) {
-        scratch.cache(self.model_id).hot.looked_up(n);
     }
 
     /// Asks the CPU to start loading the small-cache set of a piece (`pending`'s prefetch,

@@ -412,9 +412,6 @@ impl Tokenizer {
         mut f: impl FnMut(&Sources<'_>, Piece, &[(u32, u32)]),
     ) -> Result<(), TokenizeError> {
         self.pre_tokenize(sources, piece, pieces);
-        if let (Model::Bpe(bpe), true) = (&self.model, self.byte_level) {
-            bpe.looked_up(pieces.len(), scratch);
-        }
         for (i, p) in pieces.iter().enumerate() {
             self.prefetch(sources, pieces, i, scratch);
             tokens.clear();
