@@ -1,5 +1,6 @@
 """Type stubs of the private extension module ``fastprep._core`` (Rust, PyO3)."""
 
+from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Final, Literal, final
 
@@ -180,7 +181,7 @@ class Tokenizer:
         num_threads: int | None = None,
     ) -> tuple[bytes, bytes, bytes | None]: ...
     def count_tokens(
-        self, texts: list[str], add_special_tokens: bool = False, num_threads: int | None = None
+        self, texts: Sequence[str], add_special_tokens: bool = False, num_threads: int | None = None
     ) -> list[int]: ...
     def encode_batch_padded(
         self,
