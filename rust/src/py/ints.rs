@@ -264,79 +264,120 @@ impl IntCache {
 
     /// `fill` of parts of lists: each `(list, first, ids)` writes `ids` into the slots of
     /// `list` from `first` on. The parts of one list must not overlap.
+    ///
+    /// One pass per share of the parts, on the pool: each id's int (if made) stored into its
+    /// list slot and its use counted in the share's own table (counting first and filling after
+    /// read every id twice: the counting pass was 1-2 ms of the test batch's ~25). Then, with
+    /// the GIL (held throughout, so no Python code sees a list before it is full), each int gets
+    /// its references in one step, and the rare slots left (an id whose int was not made yet, or
+    /// past the cache) are filled.
     fn fill_parts(&self, py: Python<'_>, parts: &[Part<'_>], threads: usize) {
-        // Every use of a cached int, counted per share of the parts, then summed.
+        let Some(layout) = ListLayout::get(py) else {
+            return self.fill_parts_api(py, parts);
+        };
         let slots = self.slots.len();
-        let shares: Vec<&[Part<'_>]> = parts
-            .chunks(parts.len().div_ceil(threads.max(1)).max(1))
+        let jobs: Vec<(&[u32], Items)> = parts
+            .iter()
+            // SAFETY: `list` is a live list of this layout, of at least `first + row.len()`
+            // slots.
+            .map(|&(list, first, row)| {
+                (
+                    row,
+                    Items(unsafe { layout.items(list.as_ptr()).add(first) }),
+                )
+            })
             .collect();
-        let counts = threads::map(threads, &shares, |share| {
+        // One share a thread, cut where each has about as many ids as the others.
+        let total: usize = parts.iter().map(|p| p.2.len()).sum();
+        let per_share = total.div_ceil(threads.max(1)).max(1);
+        let mut shares: Vec<&[(&[u32], Items)]> = Vec::with_capacity(threads);
+        let (mut start, mut ids) = (0, 0);
+        for (k, job) in jobs.iter().enumerate() {
+            ids += job.0.len();
+            if ids >= per_share || k + 1 == jobs.len() {
+                shares.push(&jobs[start..=k]);
+                (start, ids) = (k + 1, 0);
+            }
+        }
+        // Per share: the uses of each cached int, and how many slots were left to fill under
+        // the GIL (each holding its id, tagged: `id << 1 | 1`, never an object's address).
+        let done = threads::map(threads, &shares, |share| {
             let mut uses = vec![0u32; slots];
-            let mut past = 0usize;
-            for &id in share.iter().flat_map(|p| p.2) {
-                match uses.get_mut(id as usize) {
-                    Some(u) => *u += 1,
-                    None => past += 1,
+            let mut left = 0usize;
+            for (row, items) in *share {
+                for (i, &id) in row.iter().enumerate() {
+                    let p = match self.slots.get(id as usize) {
+                        Some(slot) => {
+                            uses[id as usize] += 1;
+                            slot.load(Ordering::Acquire)
+                        }
+                        None => std::ptr::null_mut(),
+                    };
+                    let p = if p.is_null() {
+                        left += 1;
+                        ((id as usize) << 1 | 1) as *mut ffi::PyObject
+                    } else {
+                        p
+                    };
+                    // SAFETY: an in-range slot of a list that only this job writes and that
+                    // nothing reads until the slots left are filled below (the GIL is held
+                    // throughout); an int's address gets the reference counted below.
+                    unsafe { *items.0.add(i) = p };
                 }
             }
-            (uses, past)
+            (uses, left)
         });
-        let past: usize = counts.iter().map(|c| c.1).sum();
-        let mut counts = counts.into_iter().map(|c| c.0);
-        let mut uses = counts.next().unwrap_or_default();
-        for more in counts {
+        let mut uses = vec![0u32; slots];
+        let mut lefts = Vec::with_capacity(done.len());
+        for (more, left) in done {
             for (u, m) in uses.iter_mut().zip(more) {
                 *u += m;
             }
+            lefts.push(left);
         }
         for (id, &n) in uses.iter().enumerate() {
             if n > 0 {
+                // Makes the int if it is not yet (an id new to this cache: its slots left).
                 let p = self.borrowed(py, id as u32);
                 // SAFETY: a live int (see `borrowed`) of value `id`; the GIL is held.
                 unsafe { add_refs(p, id as u32, n as usize) };
             }
         }
-        match ListLayout::get(py) {
-            // Every id is a cached int: the item arrays are filled on the pool.
-            Some(layout) if past == 0 => {
-                let jobs: Vec<(&[u32], Items)> = parts
-                    .iter()
-                    // SAFETY: `list` is a live list of this layout, of at least `first +
-                    // row.len()` slots.
-                    .map(|&(list, first, row)| {
-                        (
-                            row,
-                            Items(unsafe { layout.items(list.as_ptr()).add(first) }),
-                        )
-                    })
-                    .collect();
-                threads::map(threads, &jobs, |(row, items)| {
-                    for (i, &id) in row.iter().enumerate() {
-                        // SAFETY: an in-range NULL slot of a list that only this job writes
-                        // and that nothing reads until the pool is done (the GIL is held
-                        // throughout); the slot's int holds one of the references counted
-                        // above.
-                        unsafe {
-                            *items.0.add(i) = self.slots[id as usize].load(Ordering::Relaxed);
-                        }
-                    }
-                });
-            }
-            _ => {
-                for &(list, first, row) in parts {
-                    for (i, &id) in row.iter().enumerate() {
+        // The slots left (the first batches of a process, and ids past the cache).
+        for (share, _) in shares.iter().zip(lefts).filter(|(_, n)| *n > 0) {
+            for (row, items) in *share {
+                for i in 0..row.len() {
+                    // SAFETY: in range of this job's slots, all written above.
+                    let slot = unsafe { items.0.add(i) };
+                    let tagged = unsafe { *slot } as usize;
+                    if tagged & 1 == 1 {
+                        let id = (tagged >> 1) as u32;
                         let p = if (id as usize) < slots {
-                            // One of the references counted above (`borrowed` made the int).
+                            // Made above, its references counted.
                             self.slots[id as usize].load(Ordering::Relaxed)
                         } else {
                             id.into_pyobject(py).expect("int").into_ptr()
                         };
-                        // SAFETY: an in-range NULL slot of a list no Python code has seen yet;
-                        // `p` is a reference the list takes over.
-                        unsafe {
-                            ffi::PyList_SetItem(list.as_ptr(), (first + i) as ffi::Py_ssize_t, p);
-                        };
+                        // SAFETY: as above; `p` is a reference the list takes over.
+                        unsafe { *slot = p };
                     }
+                }
+            }
+        }
+    }
+
+    /// `fill_parts` through the C API (where the list layout is not CPython's).
+    fn fill_parts_api(&self, py: Python<'_>, parts: &[Part<'_>]) {
+        for &(list, first, row) in parts {
+            for (i, &id) in row.iter().enumerate() {
+                // SAFETY: an in-range NULL slot of a new list; `get` gives the reference that
+                // PyList_SetItem takes over.
+                unsafe {
+                    ffi::PyList_SetItem(
+                        list.as_ptr(),
+                        (first + i) as ffi::Py_ssize_t,
+                        self.get(py, id),
+                    );
                 }
             }
         }
