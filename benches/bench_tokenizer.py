@@ -8,10 +8,10 @@ differ is still timed, and its parity (share of identical documents) is recorded
 MB/s figures are in extra_info["MB/s"] (from the median). Peers that are not installed, or that
 cannot load this tokenizer.json, are skipped with the reason.
 
-Throughput is steady state: two warm-up rounds for every implementation (fastprep's piece caches
-are per thread, so each pool thread fills its own in its first rounds: ~4x a warm round), then
+Throughput is steady state: a warm-up round for every implementation (its caches filled), then
 FASTPREP_BENCH_ROUNDS timed rounds (default 5: this runs on shared machines, where a round or two
-of any implementation lands on someone else's load).
+of any implementation lands on someone else's load). The cold case, a fresh tokenizer's first
+pass over the corpus, is its own group ("first pass").
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def _rounds(benchmark: Any) -> dict[str, int]:
     """pedantic's rounds for the throughput groups (one bare round with --benchmark-disable)."""
     if benchmark.disabled:
         return {"rounds": 1, "iterations": 1, "warmup_rounds": 0}
-    return {"rounds": int(os.environ.get("FASTPREP_BENCH_ROUNDS", "5")), "iterations": 1, "warmup_rounds": 2}
+    return {"rounds": int(os.environ.get("FASTPREP_BENCH_ROUNDS", "5")), "iterations": 1, "warmup_rounds": 1}
 
 
 def _parity(encode: Callable[[str], list[int]], docs: list[str], ref: list[list[int]]) -> float:
@@ -170,6 +170,32 @@ def test_batch_throughput(benchmark, cl100k_json, docs, reference, impl):
         **_rounds(benchmark),
     )
     _record(benchmark, nbytes)
+
+
+@pytest.mark.parametrize("impl", ["fastprep", "fastokens"])
+def test_first_pass_throughput(benchmark, cl100k_json, docs, reference, impl):
+    """A fresh tokenizer's first pass over the corpus, single thread: every distinct piece is
+    new to its caches (a one-off job over a dataset). The load is not timed."""
+    current: list[Callable[[str], list[int]]] = []
+
+    def fresh() -> tuple[tuple, dict]:
+        if impl == "fastprep":
+            fp = fastprep.Tokenizer.from_str(cl100k_json)
+            current[:] = [lambda t: fp.encode(t, add_special_tokens=False).ids]
+        else:
+            current[:] = [_optional_peer(impl, cl100k_json)[0]]
+        return (), {}
+
+    fresh()
+    assert _parity(current[0], docs[:200], reference[:200]) == 1.0
+    benchmark.group = "cl100k first pass, single thread (fresh tokenizer)"
+    benchmark.pedantic(
+        lambda: [current[0](d) for d in docs],
+        setup=fresh,
+        rounds=1 if benchmark.disabled else 3,
+        iterations=1,
+    )
+    _record(benchmark, sum(len(d.encode()) for d in docs))
 
 
 @pytest.mark.parametrize("impl", ["fastprep", "tokenizers", "tiktoken", "fastokens"])
