@@ -54,9 +54,9 @@ const HOT_SETS: usize = 1 << 18;
 /// (alternating runs; 64 MiB gained another 1%).
 const HOT_SETS_MAX: usize = 1 << 19;
 /// The table doubles once it holds more pieces than one in this many sets. Conflicts grow with
-/// the cube of the load (a piece misses by conflict when two others share its set): at 1/8 about
-/// one piece held in 130 is in a set of three or more, at the test corpus's 58k pieces in 2^18
-/// sets one in 40 (~380 evictions per 262k lookups, measured).
+/// the square of the load (a piece misses by conflict when two others share its set, Poisson):
+/// at 1/8 about one piece held in 140 is in a set of three or more, at the test corpus's 58k
+/// pieces in 2^18 sets one in 48 (~380 evictions per 262k lookups, measured).
 const GROW_LOAD: usize = 8;
 /// Most tokens a hot slot holds itself.
 pub(crate) const HOT_TOKENS: usize = 3;
