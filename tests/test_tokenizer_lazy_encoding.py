@@ -262,3 +262,22 @@ def test_a_large_batch_with_ids_past_the_shared_ints_gets_ints_of_their_own(num_
     before = sys.getrefcount(shared)
     del got
     assert sys.getrefcount(shared) == before - sum(row.count(shared) for row in want)
+
+
+def test_encodings_reused_from_the_freelist_carry_nothing_over(template_json):
+    """Encoding objects are recycled (a freelist): batches made after others were freed, of
+    other texts, lazy and not, still give `tokenizers`' values, attribute by attribute."""
+    hf = tokenizers.Tokenizer.from_str(template_json)
+    tok = Tokenizer.from_str(template_json)
+    for round_ in range(4):
+        texts = [f"{round_} {t} {i}" for i in range(300) for t in TEXTS[:2]]
+        lazy = round_ % 2 == 0
+        got = tok.encode_batch(texts, lazy=lazy)
+        want = hf.encode_batch(texts)
+        for g, w in zip(got[::37], want[::37], strict=True):
+            assert g.ids == w.ids
+            for attr in ATTRS:
+                assert getattr(g, attr) == getattr(w, attr), attr
+        singles = [tok.encode(t) for t in texts[:50]]
+        assert [s.ids for s in singles] == [w.ids for w in want[:50]]
+        del got, singles
