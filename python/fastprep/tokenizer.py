@@ -243,8 +243,6 @@ class Tokenizer:
 
     def count_tokens(self, texts: Sequence[str], *, add_special_tokens: bool = False) -> list[int]:
         """Number of tokens of each text (ids only, no offsets), in parallel."""
-        if isinstance(texts, str):
-            raise TypeError("count_tokens() takes a list of str")
         return self._core.count_tokens(texts, add_special_tokens)
 
     # -- decoding ----------------------------------------------------------------------------

@@ -210,13 +210,8 @@ impl IntCache {
                 }
             }
         } else {
-            for (i, &id) in ids.iter().enumerate() {
-                // SAFETY: an in-range NULL slot of a new list; `get` gives the reference
-                // that PyList_SetItem takes over.
-                unsafe {
-                    ffi::PyList_SetItem(list.as_ptr(), i as ffi::Py_ssize_t, self.get(py, id));
-                }
-            }
+            let list = list.clone().unbind();
+            self.fill_parts_api(py, &[(&list, 0, ids)]);
         }
         Ok(list)
     }
