@@ -41,17 +41,21 @@ pub(crate) struct Pending {
     pub(crate) len: u32,
 }
 
-/// Sets of the hot cache: 262144 sets of 64 bytes (two 32-byte slots), 16 MiB per thread. The
-/// 5 MB test corpus has ~60k distinct short pieces: with 65536 sets, 29k of its 920k short
-/// pieces a round missed (conflicts), with 131072 about 5k; each miss goes on to the full cache
-/// and the vocabulary. A piece touches one line however large the table, so the lines in use
-/// stay the same; doubling from 131072 made the model stage 10% faster and the whole encode 5%
-/// (alternating runs: 14.8-15.0 vs 16.4-16.8 ms; 173-186 vs 170-177 MB/s).
-const HOT_SETS: usize = 1 << 18;
-/// The most sets the hot cache grows to (32 MiB) once it holds many pieces (see
-/// `HotCache::put`): on the test corpus, the ~2k pieces a round that missed by conflicts
-/// (three or more pieces of one set taking turns) halve, and the Rust core runs 2-5% faster
-/// (alternating runs; 64 MiB gained another 1%).
+/// Sets of the hot cache when a thread first puts a piece into it: 4096 sets of 64 bytes
+/// (256 KiB). It doubles by its load (see `GROW_LOAD`) up to `HOT_SETS_MAX`: the 5 MB test corpus
+/// (~60k distinct short pieces) takes it there within its first round, while a process that
+/// encodes a few short texts keeps a small table. It started at 16 MiB on 2 MiB pages before,
+/// and a fresh process's first calls paid the first touch of each of its pages (~0.1 ms each,
+/// and some took 5-15 ms while the kernel gathered a huge page).
+///
+/// How large it must be: with 65536 sets, 29k of the test corpus's 920k short pieces a round
+/// missed (conflicts), with 131072 about 5k; each miss goes on to the full cache and the
+/// vocabulary. A piece touches one line however large the table, so the lines in use stay the
+/// same; doubling from 131072 made the model stage 10% faster and the whole encode 5%.
+const HOT_SETS_MIN: usize = 1 << 12;
+/// The most sets the hot cache grows to (32 MiB): on the test corpus, the ~2k pieces a round
+/// that missed by conflicts at 16 MiB (three or more pieces of one set taking turns) halve, and
+/// the Rust core runs 2-5% faster (alternating runs; 64 MiB gained another 1%).
 const HOT_SETS_MAX: usize = 1 << 19;
 /// The table doubles once it holds more pieces than one in this many sets. Conflicts grow with
 /// the square of the load (a piece misses by conflict when two others share its set, Poisson):
@@ -222,7 +226,7 @@ impl HotCache {
     /// Caches the tokens of a piece of `len` (1..=16) bytes, if there are at most
     /// `HOT_TOKENS_MAX`, in the first slot of its set (the older entry there moves to the other
     /// slot). Once it holds more pieces than one per `GROW_LOAD` sets, the table doubles (up to
-    /// `HOT_SETS_MAX`), keeping its pieces: text of fewer distinct pieces leaves it at 16 MiB.
+    /// `HOT_SETS_MAX`), keeping its pieces: text of few distinct pieces leaves it small.
     /// (The load decides, not the evictions seen: on the test corpus those hovered around the
     /// one-in-1024 lookups that was the rule before, so a thread doubled its table at a random
     /// round, sometimes the thirteenth, and a doubling costs 4-40 ms, most of it the kernel
@@ -233,7 +237,7 @@ impl HotCache {
             return;
         }
         if self.sets.is_empty() {
-            self.resize(HOT_SETS);
+            self.resize(HOT_SETS_MIN);
         } else if self.stored * GROW_LOAD > self.sets.len() && self.sets.len() < HOT_SETS_MAX {
             self.grow();
         }
@@ -534,11 +538,11 @@ mod tests {
         assert!(!hot.get(3, k0, k1, &mut vec![]));
         // Three keys in one set: the oldest is evicted, the two newest stay.
         let mut same_set = Vec::new();
-        let want = HotCache::hash(key(b"k0").0, key(b"k0").1) & (HOT_SETS - 1);
+        let want = HotCache::hash(key(b"k0").0, key(b"k0").1) & (HOT_SETS_MIN - 1);
         for i in 0u32.. {
             let p = format!("k{i}").into_bytes();
             let (a, b) = key(&p);
-            if HotCache::hash(a, b) & (HOT_SETS - 1) == want {
+            if HotCache::hash(a, b) & (HOT_SETS_MIN - 1) == want {
                 same_set.push(p);
                 if same_set.len() == 3 {
                     break;
@@ -569,7 +573,7 @@ mod tests {
                 end: p.len() as u32,
                 k0,
                 k1,
-                set: (HotCache::hash(k0, k1) & (HOT_SETS - 1)) as u32,
+                set: (HotCache::hash(k0, k1) & (HOT_SETS_MIN - 1)) as u32,
                 len: p.len() as u32,
             }
         };
@@ -609,17 +613,19 @@ mod tests {
         assert_eq!(hot.hits(&[wide], &mut ids), 0);
     }
 
-    /// The table doubles, once, when it holds more than one piece per `GROW_LOAD` sets, keeps
-    /// its pieces, and still answers right; pieces that keep evicting each other from a set do
-    /// not make it grow.
+    /// The table doubles each time it holds more than one piece per `GROW_LOAD` sets, from
+    /// `HOT_SETS_MIN` to `HOT_SETS_MAX`, keeps its pieces, and still answers right; pieces that
+    /// keep evicting each other from a set do not make it grow.
     #[test]
     fn hot_cache_grows_with_the_pieces_it_holds() {
         // Looks up piece `keys[i % n]` for i in 0..lookups, putting it on a miss (as the model
-        // does); returns the cache, when it grew, and how many of the 1000 pieces put just
-        // before the growth it still held right after.
+        // does); returns the cache and, for each doubling, the lookup it happened at, the sets
+        // before it, and how many of the (up to 1000) pieces put just before it were still held
+        // right after.
         let run = |keys: &[u64], lookups: usize| {
             let mut hot = HotCache::default();
-            let mut grew = None;
+            let mut growths = vec![];
+            let mut sets = HOT_SETS_MIN;
             for i in 0..lookups {
                 let k = keys[i % keys.len()];
                 let mut ids = vec![];
@@ -628,44 +634,55 @@ mod tests {
                     assert!(hot.get_ids(8, k, 0, &mut ids), "just put: {k}");
                 }
                 assert_eq!(ids, [k as u32]);
-                if hot.sets.len() > HOT_SETS && grew.is_none() {
-                    let kept = keys[i.saturating_sub(1000)..i]
+                if hot.sets.len() > sets {
+                    let before = &keys[i.saturating_sub(1000)..i];
+                    let kept = before
                         .iter()
                         .filter(|&&j| {
                             let mut ids = vec![];
                             hot.get_ids(8, j, 0, &mut ids) && ids == [j as u32]
                         })
                         .count();
-                    grew = Some((i, kept));
+                    growths.push((i, sets, kept * 1000 / before.len()));
+                    sets = hot.sets.len();
                 }
             }
-            (hot, grew)
+            (hot, growths)
         };
-        let limit = HOT_SETS / GROW_LOAD;
-        let keys: Vec<u64> = (1..=3 * limit as u64).collect();
-        let (hot, grew) = run(&keys, 2 * limit);
-        let (grew_at, kept) = grew.expect("the table grew");
-        // Right past the load (a few of the pieces put were evicted on the way).
-        assert!((limit..limit + limit / 50).contains(&grew_at), "{grew_at}");
-        // The growth kept the pieces the table held (of the last 1000, nearly all).
-        assert!(kept > 990, "{kept} of 1000 kept");
-        assert_eq!(hot.sets.len(), HOT_SETS_MAX);
-        assert_eq!(hot.mask, HOT_SETS_MAX - 1);
+        let keys: Vec<u64> = (1..=(2 * HOT_SETS_MAX / GROW_LOAD) as u64).collect();
+        let (hot, growths) = run(&keys, keys.len());
+        let sizes: Vec<usize> = growths.iter().map(|g| g.1).collect();
+        let doublings = (HOT_SETS_MAX / HOT_SETS_MIN).trailing_zeros();
+        let want: Vec<usize> = (0..doublings).map(|d| HOT_SETS_MIN << d).collect();
+        assert_eq!(sizes, want, "one doubling per size");
+        for &(at, sets, kept) in &growths {
+            // Right past the load (a few of the pieces put were evicted on the way).
+            let limit = sets / GROW_LOAD;
+            assert!(
+                (limit..=limit + limit / 50 + 2).contains(&at),
+                "{sets}: at {at}"
+            );
+            // The growth kept the pieces the table held: nearly all of the last 1000 (at this
+            // load about one in 140 shares its set with two others; 988 were held at 8192 sets).
+            assert!(kept > 975, "{sets}: {kept} per mille kept");
+        }
+        assert_eq!((hot.sets.len(), hot.mask), (HOT_SETS_MAX, HOT_SETS_MAX - 1));
         // Past the largest table: no more growth.
-        let (hot, _) = run(&keys, 3 * limit);
+        let (hot, _) = run(&keys, 2 * keys.len());
         assert_eq!(hot.sets.len(), HOT_SETS_MAX);
         // Fewer pieces, looked up many times over: never.
-        let (hot, grew) = run(&keys[..limit * 9 / 10], 4 * limit);
-        assert!(grew.is_none());
-        assert_eq!(hot.sets.len(), HOT_SETS);
+        let limit = HOT_SETS_MIN / GROW_LOAD;
+        let (hot, growths) = run(&keys[..limit * 9 / 10], 40 * limit);
+        assert!(growths.is_empty());
+        assert_eq!(hot.sets.len(), HOT_SETS_MIN);
         // Three pieces of one set taking turns (a miss and an eviction every time): never.
-        let want = HotCache::hash(1, 0) & (HOT_SETS - 1);
+        let want = HotCache::hash(1, 0) & (HOT_SETS_MIN - 1);
         let same: Vec<u64> = (1..)
-            .filter(|&k| HotCache::hash(k, 0) & (HOT_SETS - 1) == want)
+            .filter(|&k| HotCache::hash(k, 0) & (HOT_SETS_MIN - 1) == want)
             .take(3)
             .collect();
-        let (hot, _) = run(&same, 4 * limit);
-        assert_eq!((hot.sets.len(), hot.stored), (HOT_SETS, 2));
+        let (hot, _) = run(&same, 40 * limit);
+        assert_eq!((hot.sets.len(), hot.stored), (HOT_SETS_MIN, 2));
     }
 
     #[test]
@@ -673,12 +690,12 @@ mod tests {
         let mut hot = HotCache::default();
         let key = |p: &[u8]| bytesmap::split(p);
         let same_set: Vec<Vec<u8>> = {
-            let want = HotCache::hash(key(b"k0").0, key(b"k0").1) & (HOT_SETS - 1);
+            let want = HotCache::hash(key(b"k0").0, key(b"k0").1) & (HOT_SETS_MIN - 1);
             (0u32..)
                 .map(|i| format!("k{i}").into_bytes())
                 .filter(|p| {
                     let (a, b) = key(p);
-                    HotCache::hash(a, b) & (HOT_SETS - 1) == want
+                    HotCache::hash(a, b) & (HOT_SETS_MIN - 1) == want
                 })
                 .take(3)
                 .collect()
