@@ -14,6 +14,7 @@ use std::cell::RefCell;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Weak};
 
 /// Words of at most this many symbols merge by scanning (see `Word::merge_short`).
 const SHORT_WORD: usize = 48;
@@ -24,9 +25,24 @@ const CACHE_CAPACITY: usize = 100_000;
 
 static NEXT_MODEL_ID: AtomicU64 = AtomicU64::new(1);
 
-/// A process-unique id for a model, so a thread's cache never serves another model's tokens.
-pub(crate) fn next_model_id() -> u64 {
-    NEXT_MODEL_ID.fetch_add(1, Ordering::Relaxed)
+/// A model's identity in the per-thread caches: a process-unique number, so a thread's cache
+/// never serves another model's tokens, and a token shared by the model and its clones, so a
+/// thread drops the caches of models that are gone when it next switches models. (They were
+/// kept until four other models had taken their places: a process that made a fresh tokenizer a
+/// few times held up to 4 x ~40 MiB of dead caches in each thread that had encoded.)
+#[derive(Clone, Debug)]
+pub(crate) struct ModelId {
+    id: u64,
+    alive: Arc<()>,
+}
+
+impl ModelId {
+    pub(crate) fn new() -> Self {
+        Self {
+            id: NEXT_MODEL_ID.fetch_add(1, Ordering::Relaxed),
+            alive: Arc::new(()),
+        }
+    }
 }
 
 /// Models whose caches one thread keeps at a time: a process that alternates between a few
@@ -58,8 +74,8 @@ impl Cache {
 /// extension costs a `__tls_get_addr` call per access, too much to pay per piece.
 #[derive(Default)]
 pub struct Scratch {
-    /// One cache per model id, the most recently used first.
-    caches: Vec<(u64, Cache)>,
+    /// One cache per model (its id, and whether it is alive), the most recently used first.
+    caches: Vec<(u64, Weak<()>, Cache)>,
     word: Word,
     /// Unigram's Viterbi table.
     pub(crate) lattice: Vec<(f64, u32, u32)>,
@@ -74,44 +90,48 @@ impl Scratch {
     /// The cache of `model_id`, moved to the front (made, or taken over from the least recently
     /// used model, if missing).
     #[inline]
-    fn cache(&mut self, model_id: u64) -> &mut Cache {
-        if self.caches.first().is_some_and(|c| c.0 == model_id) {
-            return &mut self.caches[0].1;
+    fn cache(&mut self, model: &ModelId) -> &mut Cache {
+        if self.caches.first().is_some_and(|c| c.0 == model.id) {
+            return &mut self.caches[0].2;
         }
-        self.switch_cache(model_id)
+        self.switch_cache(model)
     }
 
     #[cold]
-    fn switch_cache(&mut self, model_id: u64) -> &mut Cache {
-        match self.caches.iter().position(|c| c.0 == model_id) {
+    fn switch_cache(&mut self, model: &ModelId) -> &mut Cache {
+        // The caches of models dropped since are released first.
+        self.caches.retain(|c| c.1.strong_count() > 0);
+        match self.caches.iter().position(|c| c.0 == model.id) {
             Some(0) => {}
             Some(i) => self.caches[..=i].rotate_right(1),
             None if self.caches.len() < CACHED_MODELS => {
-                self.caches.insert(0, (model_id, Cache::default()));
+                let alive = Arc::downgrade(&model.alive);
+                self.caches.insert(0, (model.id, alive, Cache::default()));
             }
             None => {
                 self.caches.rotate_right(1);
-                self.caches[0].0 = model_id;
-                self.caches[0].1.clear();
+                self.caches[0].0 = model.id;
+                self.caches[0].1 = Arc::downgrade(&model.alive);
+                self.caches[0].2.clear();
             }
         }
-        &mut self.caches[0].1
+        &mut self.caches[0].2
     }
 
     /// The cached tokens of `key` for the model `model_id`.
     #[inline]
-    pub(crate) fn cached_tokens(&mut self, model_id: u64, key: &[u8]) -> Option<&[(u32, u32)]> {
-        let cache = self.cache(model_id);
+    pub(crate) fn cached_tokens(&mut self, model: &ModelId, key: &[u8]) -> Option<&[(u32, u32)]> {
+        let cache = self.cache(model);
         let &(start, n) = cache.map.get(key)?;
         Some(&cache.tokens[start as usize..(start + n) as usize])
     }
 
     /// Caches `tokens` for `key` of the model `model_id`.
-    pub(crate) fn cache_tokens(&mut self, model_id: u64, key: &[u8], tokens: &[(u32, u32)]) {
+    pub(crate) fn cache_tokens(&mut self, model: &ModelId, key: &[u8], tokens: &[(u32, u32)]) {
         if key.len() > CACHE_MAX_LEN {
             return;
         }
-        let cache = self.cache(model_id);
+        let cache = self.cache(model);
         if cache.map.len() >= CACHE_CAPACITY
             || cache.tokens.len() + tokens.len() > u32::MAX as usize
         {
@@ -165,7 +185,7 @@ pub struct Bpe {
     /// SentencePiece vocabularies (see `marker_splits`): a piece may be cut before every `▁`
     /// that follows another char, and each part merged (and cached) on its own.
     split_at_marker: bool,
-    model_id: u64,
+    model_id: ModelId,
 }
 
 /// Whether no merge can join a symbol that ends in a char other than `▁` with one that starts
@@ -273,7 +293,7 @@ impl Bpe {
             fallback_ids,
             reach,
             split_at_marker,
-            model_id: next_model_id(),
+            model_id: ModelId::new(),
         })
     }
 
@@ -320,7 +340,7 @@ impl Bpe {
             return self.tokenize_bytes_cold(piece, out, scratch);
         }
         let key = bytesmap::split(piece);
-        let cache = scratch.cache(self.model_id);
+        let cache = scratch.cache(&self.model_id);
         let hit = if piece.len() <= 16 {
             cache.hot.get(piece.len(), key.0, key.1, out)
         } else {
@@ -346,7 +366,7 @@ impl Bpe {
     ) -> Result<(), TokenizeError> {
         tokens.clear();
         if (1..=WIDE_LEN).contains(&piece.len()) && self.plain() {
-            let cache = scratch.cache(self.model_id);
+            let cache = scratch.cache(&self.model_id);
             let hit = if piece.len() <= 16 {
                 cache.hot.get_ids(piece.len(), key.0, key.1, ids)
             } else {
@@ -374,7 +394,7 @@ impl Bpe {
     ) -> Result<(), TokenizeError> {
         let start = out.len();
         self.tokenize_bytes_cold(piece, out, scratch)?;
-        let cache = scratch.cache(self.model_id);
+        let cache = scratch.cache(&self.model_id);
         let tokens = &out[start..];
         if piece.len() <= 16 {
             cache.hot.put(piece.len(), key.0, key.1, tokens);
@@ -399,7 +419,7 @@ impl Bpe {
     ) -> Pending {
         let (k0, k1) = bytesmap::split_at(text, start, end);
         let len = end - start;
-        let cache = scratch.cache(self.model_id);
+        let cache = scratch.cache(&self.model_id);
         // One-byte pieces (a sixth of them) take the hot cache too, with no test of their own
         // in front: pieces alternate between one byte and more at random, so that test was a
         // branch often mispredicted (a little faster without it, in alternating runs).
@@ -442,7 +462,7 @@ impl Bpe {
     ) -> Result<(), TokenizeError> {
         let mut i = 0;
         while i < run.len() {
-            let cache = scratch.cache(self.model_id);
+            let cache = scratch.cache(&self.model_id);
             i += cache.hot.hits(&run[i..], ids);
             if let Some(p) = run.get(i) {
                 let (start, end) = (p.start as usize, p.end as usize);
@@ -488,7 +508,7 @@ impl Bpe {
         // Pieces that get here are mostly long or many-token ones, all in the full cache after
         // their first time (a single-token vocabulary piece is held by the small caches), so
         // the cache goes before the vocabulary: one table probe instead of two.
-        if let Some(hit) = scratch.cached_tokens(self.model_id, piece) {
+        if let Some(hit) = scratch.cached_tokens(&self.model_id, piece) {
             out.extend_from_slice(hit);
             return Ok(());
         }
@@ -637,13 +657,13 @@ impl Bpe {
         if key.len() > CACHE_MAX_LEN {
             return compute(self, out, &mut scratch.word);
         }
-        if let Some(hit) = scratch.cached_tokens(self.model_id, key) {
+        if let Some(hit) = scratch.cached_tokens(&self.model_id, key) {
             out.extend_from_slice(hit);
             return Ok(());
         }
         let start = out.len();
         compute(self, out, &mut scratch.word)?;
-        scratch.cache_tokens(self.model_id, key, &out[start..]);
+        scratch.cache_tokens(&self.model_id, key, &out[start..]);
         Ok(())
     }
 
@@ -935,18 +955,51 @@ mod tests {
     #[test]
     fn caches_of_a_few_models_live_side_by_side() {
         let mut s = Scratch::default();
-        let models = 1..=CACHED_MODELS as u64;
-        for m in models.clone() {
-            s.cache_tokens(m, b"w", &[(m as u32, 1)]);
+        let models: Vec<ModelId> = (0..CACHED_MODELS).map(|_| ModelId::new()).collect();
+        let token = |m: &ModelId| [(m.id as u32, 1)];
+        for m in &models {
+            s.cache_tokens(m, b"w", &token(m));
         }
-        for m in models {
-            assert_eq!(s.cached_tokens(m, b"w"), Some(&[(m as u32, 1)][..]));
+        for m in &models {
+            assert_eq!(s.cached_tokens(m, b"w"), Some(&token(m)[..]));
         }
-        // A new model takes over the least recently used cache: model 1's.
-        s.cache_tokens(99, b"w", &[(99, 1)]);
-        assert_eq!(s.cached_tokens(2, b"w"), Some(&[(2, 1)][..]));
-        assert_eq!(s.cached_tokens(99, b"w"), Some(&[(99, 1)][..]));
-        assert_eq!(s.cached_tokens(1, b"w"), None);
+        // A new model takes over the least recently used cache: the first model's.
+        let new = ModelId::new();
+        s.cache_tokens(&new, b"w", &token(&new));
+        assert_eq!(
+            s.cached_tokens(&models[1], b"w"),
+            Some(&token(&models[1])[..])
+        );
+        assert_eq!(s.cached_tokens(&new, b"w"), Some(&token(&new)[..]));
+        assert_eq!(s.cached_tokens(&models[0], b"w"), None);
+        // A clone of a model shares its cache.
+        let clone = models[1].clone();
+        assert_eq!(s.cached_tokens(&clone, b"w"), Some(&token(&models[1])[..]));
+    }
+
+    /// The caches of dropped models are released at the next switch of models, not kept until
+    /// other models take their places.
+    #[test]
+    fn caches_of_dropped_models_are_released() {
+        let mut s = Scratch::default();
+        let kept = ModelId::new();
+        s.cache_tokens(&kept, b"w", &[(1, 1)]);
+        for _ in 0..3 {
+            let gone = ModelId::new();
+            s.cache_tokens(&gone, b"w", &[(2, 1)]);
+            assert_eq!(s.caches.len(), 2);
+            drop(gone);
+        }
+        // The switch back releases the last one dropped; the live model's cache was kept.
+        assert_eq!(s.cached_tokens(&kept, b"w"), Some(&[(1, 1)][..]));
+        assert_eq!(s.caches.len(), 1);
+        // A clone keeps a model alive.
+        let model = ModelId::new();
+        let clone = model.clone();
+        s.cache_tokens(&model, b"w", &[(3, 1)]);
+        drop(model);
+        s.cache_tokens(&kept, b"v", &[(1, 1)]);
+        assert_eq!(s.cached_tokens(&clone, b"w"), Some(&[(3, 1)][..]));
     }
 
     #[test]

@@ -10,7 +10,7 @@
 //! - on the way back, runs of unknown tokens are fused into one string, which is then looked up
 //!   in the vocabulary again, byte-fallen-back (`<0xAB>` tokens, all spanning the whole run, as HF
 //!   gives them) or made the unk id.
-use super::bpe::{next_model_id, Scratch};
+use super::bpe::{ModelId, Scratch};
 use crate::error::TokenizeError;
 use rustc_hash::FxHashMap;
 
@@ -154,7 +154,7 @@ pub struct Unigram {
     min_score: f64,
     trie: Trie,
     fallback_ids: [Option<u32>; 256],
-    model_id: u64,
+    model_id: ModelId,
 }
 
 impl Unigram {
@@ -200,7 +200,7 @@ impl Unigram {
             min_score,
             trie,
             fallback_ids,
-            model_id: next_model_id(),
+            model_id: ModelId::new(),
         })
     }
 
@@ -215,7 +215,7 @@ impl Unigram {
             .map(|(t, &id)| (t.as_bytes(), id))
             .collect();
         self.trie = Trie::build(&tokens, &self.pieces);
-        self.model_id = next_model_id();
+        self.model_id = ModelId::new();
     }
 
     #[must_use]
@@ -238,7 +238,7 @@ impl Unigram {
         if piece.is_empty() {
             return Ok(());
         }
-        if let Some(hit) = scratch.cached_tokens(self.model_id, piece.as_bytes()) {
+        if let Some(hit) = scratch.cached_tokens(&self.model_id, piece.as_bytes()) {
             out.extend_from_slice(hit);
             return Ok(());
         }
@@ -248,7 +248,7 @@ impl Unigram {
         } else {
             self.encode::<f64>(piece, out, &mut scratch.lattice)?;
         }
-        scratch.cache_tokens(self.model_id, piece.as_bytes(), &out[start..]);
+        scratch.cache_tokens(&self.model_id, piece.as_bytes(), &out[start..]);
         Ok(())
     }
 

@@ -28,7 +28,7 @@ pub struct WordPiece {
     /// Longest key of `head` / `tail`, in bytes.
     head_max: usize,
     tail_max: usize,
-    model_id: u64,
+    model_id: super::bpe::ModelId,
 }
 
 impl WordPiece {
@@ -63,7 +63,7 @@ impl WordPiece {
             tail,
             head_max,
             tail_max,
-            model_id: super::bpe::next_model_id(),
+            model_id: super::bpe::ModelId::new(),
         }
     }
 
@@ -94,13 +94,13 @@ impl WordPiece {
                 return Ok(());
             }
         }
-        if let Some(hit) = scratch.cached_tokens(self.model_id, word.as_bytes()) {
+        if let Some(hit) = scratch.cached_tokens(&self.model_id, word.as_bytes()) {
             out.extend_from_slice(hit);
             return Ok(());
         }
         let start = out.len();
         self.tokenize(word, out)?;
-        scratch.cache_tokens(self.model_id, word.as_bytes(), &out[start..]);
+        scratch.cache_tokens(&self.model_id, word.as_bytes(), &out[start..]);
         Ok(())
     }
 
