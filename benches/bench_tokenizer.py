@@ -198,6 +198,84 @@ def test_first_pass_throughput(benchmark, cl100k_json, docs, reference, impl):
     _record(benchmark, sum(len(d.encode()) for d in docs))
 
 
+# A fresh process: import, load cl100k, encode two ~100-byte texts; prints what each step took.
+_COLD_START_CHILD = r"""
+import json, os, sys, time
+impl, path, pattern, specials, first, second = sys.argv[1:7]
+specials = json.loads(specials)
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+t0 = time.perf_counter()
+if impl == "fastprep":
+    import fastprep
+    r0, t1 = rss(), time.perf_counter()
+    tok = fastprep.Tokenizer.from_file(path)
+    encode = lambda t: tok.encode(t, add_special_tokens=False).ids
+elif impl == "tokenizers":
+    import tokenizers
+    r0, t1 = rss(), time.perf_counter()
+    tok = tokenizers.Tokenizer.from_file(path)
+    encode = lambda t: tok.encode(t, add_special_tokens=False).ids
+elif impl == "tiktoken":
+    import tiktoken, tiktoken.load
+    r0, t1 = rss(), time.perf_counter()
+    ranks = tiktoken.load.load_tiktoken_bpe(path)
+    tok = tiktoken.Encoding("cl100k_base", pat_str=pattern, mergeable_ranks=ranks, special_tokens=specials)
+    encode = tok.encode_ordinary
+else:
+    import fastokens
+    r0, t1 = rss(), time.perf_counter()
+    tok = fastokens.Tokenizer.from_tiktoken(path, pattern=pattern, special_tokens=specials)
+    encode = lambda t: list(tok.encode_ordinary(t).ids)
+r1, t2 = rss(), time.perf_counter()
+a = encode(first)
+t3 = time.perf_counter()
+b = encode(second)
+t4 = time.perf_counter()
+print(json.dumps({"import": t1 - t0, "load": t2 - t1, "first": t3 - t2, "second": t4 - t3,
+                  "rss": r1 - r0, "ids": [a, b]}))
+"""
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads RSS from /proc (Linux)")
+@pytest.mark.parametrize("impl", ["fastprep", "tokenizers", "tiktoken", "fastokens"])
+def test_cold_start(benchmark, cl100k_json, impl, tmp_path):
+    """A fresh process up to its first ids (a server's or a data-loader worker's start): the
+    interpreter, the import, the load of cl100k (each from its own file format) and two ~100-byte
+    encodes. The round is the whole process; extra_info splits it: load and first-call ms, and
+    the RSS the loaded vocabulary takes (MB)."""
+    import json
+    import subprocess
+    import sys
+
+    if impl == "fastokens":
+        pytest.importorskip("fastokens")
+    path = str(data.cl100k_file())
+    if impl in ("fastprep", "tokenizers"):
+        path = str(tmp_path / "cl100k.json")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(cl100k_json)
+    first = "The quick brown fox jumps over the lazy dog; it costs $12.50 — ça va? 日本語も少し。 🙂 ok."
+    second = "Une autre phrase, avec d'autres mots: 42 façons de dire « bonjour » — 你好, مرحبا, hello!"
+    hf = tokenizers.Tokenizer.from_str(cl100k_json)
+    want = [hf.encode(t, add_special_tokens=False).ids for t in (first, second)]
+    argv = [sys.executable, "-c", _COLD_START_CHILD, impl, path, data.CL100K_PATTERN]
+    argv += [json.dumps(data.CL100K_SPECIAL_TOKENS), first, second]
+    runs: list[dict[str, Any]] = []
+
+    def start() -> None:
+        out = subprocess.run(argv, capture_output=True, text=True, check=True, timeout=120)
+        runs.append(json.loads(out.stdout))
+
+    benchmark.group = "cl100k cold start: a fresh process to its first ids"
+    benchmark.pedantic(start, rounds=1 if benchmark.disabled else 5, iterations=1)
+    assert all(r["ids"] == want for r in runs), f"{impl}: ids differ from tokenizers'"
+    for key in ("load", "first", "second"):
+        benchmark.extra_info[f"{key}_ms"] = round(1e3 * statistics.median(r[key] for r in runs), 2)
+    benchmark.extra_info["vocab_rss_MB"] = round(statistics.median(r["rss"] for r in runs) / MB, 1)
+
+
 @pytest.mark.parametrize("impl", ["fastprep", "tokenizers", "tiktoken", "fastokens"])
 def test_short_call_latency(benchmark, cl100k_json, impl):
     peers = _peers(cl100k_json)

@@ -452,7 +452,13 @@ pub fn decoder(v: &Value, path: &str) -> R<Option<Decoder>> {
 }
 
 /// The vocabulary object at `model.vocab` (token -> id).
-fn vocab_map(m: &Map<String, Value>) -> R<FxHashMap<String, u32>> {
+fn vocab_map(
+    m: &Map<String, Value>,
+    read: Option<FxHashMap<String, u32>>,
+) -> R<FxHashMap<String, u32>> {
+    if let Some(vocab) = read {
+        return Ok(vocab);
+    }
     let vocab_v = obj(m.get("vocab").unwrap_or(&Value::Null), "model.vocab")?;
     let mut vocab = FxHashMap::with_capacity_and_hasher(vocab_v.len(), Default::default());
     for (k, id) in vocab_v {
@@ -466,31 +472,40 @@ fn vocab_map(m: &Map<String, Value>) -> R<FxHashMap<String, u32>> {
 }
 
 pub fn model(v: &Value) -> R<Model> {
+    model_of(obj(v, "model")?, None, None)
+}
+
+/// The model of the fields `m`, with its vocabulary and merges given if they were read apart
+/// (`json_sections`; then they are not in `m`).
+pub fn model_of(
+    m: &Map<String, Value>,
+    vocab: Option<FxHashMap<String, u32>>,
+    merges: Option<Vec<(String, String)>>,
+) -> R<Model> {
     let path = "model";
-    let m = obj(v, path)?;
+    let has_vocab = vocab.is_some() || m.contains_key("vocab");
     // Files written before the "type" field existed are told apart by their fields, as HF does.
-    let t = m
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or(if m.contains_key("merges") {
+    let t = m.get("type").and_then(Value::as_str).unwrap_or(
+        if merges.is_some() || m.contains_key("merges") {
             "BPE"
         } else if m.contains_key("continuing_subword_prefix") {
             "WordPiece"
-        } else if m.contains_key("unk_token") && m.contains_key("vocab") {
+        } else if m.contains_key("unk_token") && has_vocab {
             "WordLevel"
         } else {
             "?"
-        });
+        },
+    );
     match t {
-        "BPE" => bpe(m).map(Model::Bpe),
+        "BPE" => bpe(m, vocab, merges).map(Model::Bpe),
         "WordPiece" => Ok(Model::WordPiece(WordPiece::new(
-            vocab_map(m)?,
+            vocab_map(m, vocab)?,
             str_at(m, "unk_token", path)?.into(),
             str_at(m, "continuing_subword_prefix", path)?.into(),
             uint_at(m, "max_input_chars_per_word", path)? as usize,
         ))),
         "WordLevel" => Ok(Model::WordLevel(WordLevel::new(
-            vocab_map(m)?,
+            vocab_map(m, vocab)?,
             str_at(m, "unk_token", path)?.into(),
         ))),
         "Unigram" => unigram(m).map(Model::Unigram),
@@ -498,7 +513,11 @@ pub fn model(v: &Value) -> R<Model> {
     }
 }
 
-fn bpe(m: &Map<String, Value>) -> R<Bpe> {
+fn bpe(
+    m: &Map<String, Value>,
+    vocab: Option<FxHashMap<String, u32>>,
+    merges: Option<Vec<(String, String)>>,
+) -> R<Bpe> {
     if let Some(d) = m.get("dropout").and_then(Value::as_f64) {
         if d != 0.0 {
             return Err(TokenizeError::unsupported(
@@ -507,7 +526,23 @@ fn bpe(m: &Map<String, Value>) -> R<Bpe> {
             ));
         }
     }
-    let vocab = vocab_map(m)?;
+    let vocab = vocab_map(m, vocab)?;
+    let merges = match merges {
+        Some(merges) => merges,
+        None => merges_list(m)?,
+    };
+    let opts = BpeOptions {
+        unk_token: opt_str(m, "unk_token"),
+        continuing_subword_prefix: opt_str(m, "continuing_subword_prefix"),
+        end_of_word_suffix: opt_str(m, "end_of_word_suffix"),
+        fuse_unk: bool_or(m, "fuse_unk", false),
+        byte_fallback: bool_or(m, "byte_fallback", false),
+        ignore_merges: bool_or(m, "ignore_merges", false),
+    };
+    Bpe::new(vocab, &merges, opts)
+}
+
+fn merges_list(m: &Map<String, Value>) -> R<Vec<(String, String)>> {
     let merges_v = m
         .get("merges")
         .and_then(Value::as_array)
@@ -529,15 +564,7 @@ fn bpe(m: &Map<String, Value>) -> R<Bpe> {
         };
         merges.push(pair);
     }
-    let opts = BpeOptions {
-        unk_token: opt_str(m, "unk_token"),
-        continuing_subword_prefix: opt_str(m, "continuing_subword_prefix"),
-        end_of_word_suffix: opt_str(m, "end_of_word_suffix"),
-        fuse_unk: bool_or(m, "fuse_unk", false),
-        byte_fallback: bool_or(m, "byte_fallback", false),
-        ignore_merges: bool_or(m, "ignore_merges", false),
-    };
-    Bpe::new(vocab, &merges, opts)
+    Ok(merges)
 }
 
 fn unigram(m: &Map<String, Value>) -> R<Unigram> {

@@ -14,6 +14,7 @@ pub mod decode;
 pub mod encoding;
 pub mod fastsplit;
 mod huge_table;
+mod json_sections;
 mod long_text;
 pub mod model;
 pub mod normalize;
@@ -41,6 +42,7 @@ use normalize::{Normalizer, Outcome};
 use postprocess::PostProcessor;
 use pretokenize::{Piece, PreTokenizer, Sources};
 use serde_json::Value;
+use std::sync::Arc;
 
 /// Pieces whose cache lookups the ids-only path prefetches together (32 ran a few percent faster
 /// than 16 in alternating runs, once the hits went through `HotCache::hits`; 64 no faster then,
@@ -112,7 +114,18 @@ pub struct Tokenizer {
     pub truncation: Option<Truncation>,
     pub padding: Option<Padding>,
     byte_level: bool,
-    json: Value,
+    /// What it was built from, for `to_json`.
+    json: Source,
+}
+
+/// A tokenizer's tokenizer.json, for `to_json`: the text it was read from, parsed again by the
+/// rare `save` (cl100k's parsed tree, 100k vocabulary entries and 100k merges as JSON values,
+/// held ~23 MB), or the tree it was built from (converted from another format; kept as it is, as
+/// a float's text read back by `serde_json` can be one ulp off).
+#[derive(Debug, Clone)]
+enum Source {
+    Text(Arc<str>),
+    Tree(Arc<Value>),
 }
 
 /// Input of one sequence: a string, or words already split.
@@ -123,17 +136,49 @@ pub enum Input<'a> {
 
 impl Tokenizer {
     pub fn from_json_str(s: &str) -> Result<Self, TokenizeError> {
-        let json: Value =
-            serde_json::from_str(s).map_err(|e| TokenizeError::invalid("(file)", e.to_string()))?;
-        Self::from_json(json)
+        let sections = json_sections::sections(s).map_err(|e| json_sections::invalid(&e))?;
+        let mut top = serde_json::Map::new();
+        let mut model = None;
+        for (key, raw) in sections {
+            // A repeated key: the last one holds, as in a `Value` object.
+            top.remove(&key);
+            if key == "model" {
+                model = Some(raw);
+            } else {
+                let v = serde_json::from_str(raw.get()).map_err(|e| json_sections::invalid(&e))?;
+                top.insert(key, v);
+            }
+        }
+        let model = match model {
+            Some(raw) => {
+                let m = json_sections::ModelSection::read(raw)
+                    .map_err(|e| json_sections::invalid(&e))?;
+                match Value::from(m.fields) {
+                    Value::Object(fields) => Some(config::model_of(&fields, m.vocab, m.merges)?),
+                    _ => unreachable!("a map is an object"),
+                }
+            }
+            None => None,
+        };
+        Self::build(&Value::Object(top), model, Source::Text(s.into()))
     }
 
     pub fn from_json(json: Value) -> Result<Self, TokenizeError> {
+        let mut tok = Self::build(&json, None, Source::Text("".into()))?;
+        tok.json = Source::Tree(Arc::new(json));
+        Ok(tok)
+    }
+
+    /// The tokenizer of `json` (with its model, if that was read apart), from `source`.
+    fn build(json: &Value, model: Option<Model>, source: Source) -> Result<Self, TokenizeError> {
         let null = Value::Null;
         let get = |k: &str| json.get(k).unwrap_or(&null);
         let normalizer = config::normalizer(get("normalizer"), "normalizer")?;
         let pre_tokenizer = config::pre_tokenizer(get("pre_tokenizer"), "pre_tokenizer")?;
-        let model = config::model(get("model"))?;
+        let model = match model {
+            Some(model) => model,
+            None => config::model(get("model"))?,
+        };
         let post_processor = config::post_processor(get("post_processor"), "post_processor")?;
         let decoder = config::decoder(get("decoder"), "decoder")?;
         let added = AddedVocab::new(
@@ -155,7 +200,7 @@ impl Tokenizer {
             truncation,
             padding,
             byte_level,
-            json,
+            json: source,
         })
     }
 
@@ -184,7 +229,11 @@ impl Tokenizer {
         truncation: Option<&Truncation>,
         padding: Option<&Padding>,
     ) -> String {
-        let mut json = self.json.clone();
+        let mut json: Value = match &self.json {
+            // Parsed when the tokenizer was made, so it parses again.
+            Source::Text(text) => serde_json::from_str(text).unwrap_or(Value::Null),
+            Source::Tree(tree) => Value::clone(tree),
+        };
         if let Some(obj) = json.as_object_mut() {
             obj.insert("truncation".into(), truncation_json(truncation));
             obj.insert("padding".into(), padding_json(padding));
