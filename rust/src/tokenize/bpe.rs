@@ -345,7 +345,8 @@ impl Bpe {
             }
         }
         if piece.len() > WIDE_LEN {
-            return self.tokenize_bytes_cold(piece, out, scratch);
+            self.tokenize_bytes_cold(piece, out, scratch);
+            return Ok(());
         }
         let key = bytesmap::split(piece);
         let cache = scratch.cache(&self.model_id);
@@ -357,7 +358,8 @@ impl Bpe {
         if hit {
             return Ok(());
         }
-        self.tokenize_small_miss(piece, key, out, scratch)
+        self.tokenize_small_miss(piece, key, out, scratch);
+        Ok(())
     }
 
     /// The ids alone of one byte-level piece (the ids-only path): as `tokenize_bytes`, with the
@@ -383,7 +385,7 @@ impl Bpe {
             if hit {
                 return Ok(());
             }
-            self.tokenize_small_miss(piece, key, tokens, scratch)?;
+            self.tokenize_small_miss(piece, key, tokens, scratch);
         } else {
             self.tokenize_bytes(piece, tokens, scratch)?;
         }
@@ -399,9 +401,9 @@ impl Bpe {
         key: (u64, u64),
         out: &mut Vec<(u32, u32)>,
         scratch: &mut Scratch,
-    ) -> Result<(), TokenizeError> {
+    ) {
         let start = out.len();
-        self.tokenize_bytes_cold(piece, out, scratch)?;
+        self.tokenize_bytes_cold(piece, out, scratch);
         let cache = scratch.cache(&self.model_id);
         let tokens = &out[start..];
         if piece.len() <= 16 {
@@ -409,7 +411,6 @@ impl Bpe {
         } else {
             cache.wide.put(piece.len(), &wide_key(piece), tokens);
         }
-        Ok(())
     }
 
     /// The piece `text[start..end]` of an ids-only run: its key and hot set, with that set (or
@@ -482,7 +483,7 @@ impl Bpe {
                     let key = wide_key_at(text, start, end, p.k0, p.k1);
                     if !cache.wide.get_ids(piece.len(), &key, ids) {
                         tokens.clear();
-                        self.tokenize_small_miss(piece, (p.k0, p.k1), tokens, scratch)?;
+                        self.tokenize_small_miss(piece, (p.k0, p.k1), tokens, scratch);
                         ids.extend(tokens.iter().map(|t| t.0));
                     }
                 } else {
@@ -507,29 +508,24 @@ impl Bpe {
 
     /// `tokenize_bytes` past the hot cache: the vocabulary, then the cache, then BPE.
     #[inline]
-    fn tokenize_bytes_cold(
-        &self,
-        piece: &[u8],
-        out: &mut Vec<(u32, u32)>,
-        scratch: &mut Scratch,
-    ) -> Result<(), TokenizeError> {
+    fn tokenize_bytes_cold(&self, piece: &[u8], out: &mut Vec<(u32, u32)>, scratch: &mut Scratch) {
         // Pieces that get here are mostly long or many-token ones, all in the full cache after
         // their first time (a single-token vocabulary piece is held by the small caches), so
         // the cache goes before the vocabulary: one table probe instead of two.
         if let Some(hit) = scratch.cached_tokens(&self.model_id, piece) {
             out.extend_from_slice(hit);
-            return Ok(());
+            return;
         }
         if let Some(&id) = self.bytes_vocab.get(piece) {
             if self.opts.ignore_merges {
                 out.push((id, piece.len() as u32));
-                return Ok(());
+                return;
             }
             let flag = &self.reach[id as usize];
             match flag.load(Ordering::Relaxed) {
                 1 => {
                     out.push((id, piece.len() as u32));
-                    return Ok(());
+                    return;
                 }
                 2 => {}
                 _ => {
@@ -537,7 +533,7 @@ impl Bpe {
                     self.merge_bytes(piece, out, &mut scratch.word);
                     let whole = out.len() == start + 1 && out[start].0 == id;
                     flag.store(if whole { 1 } else { 2 }, Ordering::Relaxed);
-                    return Ok(());
+                    return;
                 }
             }
         }
@@ -545,7 +541,6 @@ impl Bpe {
         let start = out.len();
         self.merge_bytes(piece, out, &mut scratch.word);
         scratch.cache_tokens(&self.model_id, piece, &out[start..]);
-        Ok(())
     }
 
     /// BPE on a byte-level piece, uncached.
@@ -1001,7 +996,10 @@ mod tests {
         assert_eq!(s.cache(&m).map.len(), CACHE_CAPACITY);
         s.cache_tokens(&m, &key(CACHE_CAPACITY), &[(1, 1)]);
         assert_eq!(s.cached_tokens(&m, &key(0)), None);
-        assert_eq!(s.cached_tokens(&m, &key(CACHE_CAPACITY)), Some(&[(1, 1)][..]));
+        assert_eq!(
+            s.cached_tokens(&m, &key(CACHE_CAPACITY)),
+            Some(&[(1, 1)][..])
+        );
         assert_eq!(s.cache(&m).map.len(), 1);
         let mut ids = vec![];
         assert!(s.cache(&m).hot.get_ids(3, k0, k1, &mut ids));
