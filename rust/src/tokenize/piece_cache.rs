@@ -302,8 +302,14 @@ impl HotCache {
     }
 }
 
-/// Sets of the wide cache: 16384 sets of two 64-byte slots, 2 MiB per thread.
-const WIDE_SETS: usize = 1 << 14;
+/// Sets of the wide cache when a thread first puts a piece into it: 1024 sets of two 64-byte
+/// slots (128 KiB). It doubles by its load as the hot cache does, up to `WIDE_SETS_MAX`.
+const WIDE_SETS_MIN: usize = 1 << 10;
+/// The most sets the wide cache grows to (16 MiB). It was 16384 sets (2 MiB) for good: the 5 MB
+/// test corpus has ~12k distinct pieces this long, but a 29 MB one ~54k, which took turns in
+/// its 32k slots, ~51k a round on to the full cache (its rounds after the first: 191-196 MB/s,
+/// 218-224 growing; the 5 MB corpus's unchanged, `encode_file`, alternating).
+const WIDE_SETS_MAX: usize = 1 << 17;
 /// Most tokens a wide slot holds itself.
 pub(crate) const WIDE_TOKENS: usize = 6;
 /// Most tokens of a piece the wide cache holds (its 5-bit count).
@@ -319,7 +325,11 @@ pub(crate) const WIDE_LEN: usize = 32;
 #[derive(Default)]
 pub(crate) struct WideCache {
     sets: HugeTable<WideSet>,
+    /// `sets.len() - 1` (0 before the table is allocated).
+    mask: usize,
     pool: Pool,
+    /// Slots in use.
+    stored: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -372,19 +382,23 @@ pub(crate) fn wide_key_at(text: &[u8], start: usize, end: usize, k0: u64, k1: u6
 
 impl WideCache {
     #[inline]
-    pub(crate) fn set(len: usize, k: &[u64; 4]) -> usize {
-        let h = bytesmap::fold(
+    pub(crate) fn set(&self, len: usize, k: &[u64; 4]) -> usize {
+        Self::hash(len, k) & self.mask
+    }
+
+    #[inline]
+    fn hash(len: usize, k: &[u64; 4]) -> usize {
+        bytesmap::fold(
             k[0] ^ k[2].rotate_left(29) ^ 0x9e37_79b9_7f4a_7c15,
             k[1] ^ k[3].rotate_left(17) ^ ((len as u64) << 56) ^ 0x2545_f491_4f6c_dd1d,
-        );
-        h as usize & (WIDE_SETS - 1)
+        ) as usize
     }
 
     /// Asks the CPU to start loading the set of this key, both of its lines (see
     /// `Bpe::prefetch`).
     #[inline]
     pub(crate) fn prefetch(&self, len: usize, k: &[u64; 4]) {
-        if let Some(set) = self.sets.get(Self::set(len, k)) {
+        if let Some(set) = self.sets.get(self.set(len, k)) {
             bytesmap::prefetch(&set.0[0]);
             bytesmap::prefetch(&set.0[1]);
         }
@@ -393,7 +407,7 @@ impl WideCache {
     /// The slot holding this piece, with its token count.
     #[inline]
     fn find(&self, len: usize, k: &[u64; 4]) -> Option<(&WideSlot, usize)> {
-        let [a, b] = &self.sets.get(Self::set(len, k))?.0;
+        let [a, b] = &self.sets.get(self.set(len, k))?.0;
         let hit = |s: &WideSlot| s.k == *k && (s.meta & 63) as usize == len;
         let s = [a, b].into_iter().find(|s| hit(s))?;
         Some((s, ((s.meta >> 6) & 31) as usize))
@@ -431,14 +445,17 @@ impl WideCache {
 
     /// Caches the tokens of a piece of `len` (1..=32) bytes, if there are at most
     /// `WIDE_TOKENS_MAX`, in the first slot of its set (the older entry there moves to the
-    /// other slot).
+    /// other slot). The table doubles by its load, as the hot cache's does (see `HotCache::put`).
     #[inline]
     pub(crate) fn put(&mut self, len: usize, k: &[u64; 4], tokens: &[(u32, u32)]) {
         if tokens.is_empty() || tokens.len() > WIDE_TOKENS_MAX || len > WIDE_LEN {
             return;
         }
         if self.sets.is_empty() {
-            self.sets = HugeTable::zeroed(WIDE_SETS);
+            self.sets = HugeTable::zeroed(WIDE_SETS_MIN);
+            self.mask = WIDE_SETS_MIN - 1;
+        } else if self.stored * GROW_LOAD > self.sets.len() && self.sets.len() < WIDE_SETS_MAX {
+            self.grow();
         }
         let mut slot = WideSlot {
             k: *k,
@@ -456,14 +473,35 @@ impl WideCache {
                 self.pool.push(tokens).expect("an empty pool has room")
             });
         }
-        let set = &mut self.sets[Self::set(len, k)].0;
+        let at = self.set(len, k);
+        let set = &mut self.sets[at].0;
+        // The length bits are 0 only in an empty slot.
+        self.stored += usize::from(set[1].meta & 63 != 0) ^ 1;
         set[1] = set[0];
         set[0] = slot;
+    }
+
+    /// Doubles the table, keeping its pieces (see `HotCache::grow`).
+    #[cold]
+    fn grow(&mut self) {
+        let doubled = HugeTable::zeroed(2 * self.sets.len());
+        let old = std::mem::replace(&mut self.sets, doubled);
+        self.mask = self.sets.len() - 1;
+        for slot in old.iter().flat_map(|set| set.0) {
+            let len = (slot.meta & 63) as usize;
+            if len != 0 {
+                let at = self.set(len, &slot.k);
+                let set = &mut self.sets[at].0;
+                // The older slot of the old set comes second, so it stays second.
+                set[usize::from(set[0].meta & 63 != 0)] = slot;
+            }
+        }
     }
 
     pub(crate) fn clear(&mut self) {
         self.sets.fill(WideSet([EMPTY_WIDE; 2]));
         self.pool.clear();
+        self.stored = 0;
     }
 }
 
@@ -473,8 +511,11 @@ impl WideCache {
 #[derive(Default)]
 struct Pool(Vec<(u32, u32)>);
 
-/// Tokens a pool holds (1 MiB).
-const POOL_TOKENS: usize = 1 << 17;
+/// Tokens a pool holds (8 MiB; it takes what it holds). It held 1 MiB: a 29 MB corpus's short
+/// pieces of 4-15 tokens (CJK, Arabic) filled the hot cache's pool every round, and each time
+/// the hot cache started over (270k of its ~4M pieces a round then went on to the full
+/// cache; its rounds after the first ran at 135-140 MB/s, 192-196 now, `encode_file`).
+const POOL_TOKENS: usize = 1 << 20;
 
 impl Pool {
     /// Appends `tokens` and returns where they start, or `None` when they do not fit.
@@ -788,15 +829,69 @@ mod tests {
         assert!(wide.get(32, &wide_key(b), &mut vec![]));
     }
 
+    /// The wide table doubles by its load from `WIDE_SETS_MIN` to `WIDE_SETS_MAX`, keeping its
+    /// pieces; three pieces of one set taking turns never make it grow.
+    #[test]
+    fn wide_cache_grows_with_the_pieces_it_holds() {
+        let piece = |i: usize| format!("a wide piece, {i:>10}").into_bytes();
+        let mut wide = WideCache::default();
+        let mut sizes = vec![];
+        let n = 2 * WIDE_SETS_MAX / GROW_LOAD;
+        for i in 0..n {
+            let p = piece(i);
+            let k = wide_key(&p);
+            wide.put(p.len(), &k, &[(i as u32, 1), (7, p.len() as u32 - 1)]);
+            if sizes.last() != Some(&wide.sets.len()) {
+                sizes.push(wide.sets.len());
+                // Right past the load of the table before, and the pieces it held still held.
+                if sizes.len() > 1 {
+                    let before = sizes[sizes.len() - 2];
+                    let limit = before / GROW_LOAD;
+                    assert!(
+                        (limit..=limit + limit / 50 + 2).contains(&i),
+                        "{before}: at {i}"
+                    );
+                    let held = (i.saturating_sub(1000)..i)
+                        .filter(|&j| {
+                            let p = piece(j);
+                            let mut out = vec![];
+                            wide.get(p.len(), &wide_key(&p), &mut out)
+                                && out == [(j as u32, 1), (7, p.len() as u32 - 1)]
+                        })
+                        .count();
+                    assert!(held * 1000 > 975 * i.min(1000), "{before}: {held} held");
+                }
+            }
+        }
+        let doublings = (WIDE_SETS_MAX / WIDE_SETS_MIN).trailing_zeros() as usize;
+        let want: Vec<usize> = (0..=doublings).map(|d| WIDE_SETS_MIN << d).collect();
+        assert_eq!(sizes, want);
+        // Three pieces of one set taking turns: never.
+        let mut wide = WideCache::default();
+        let set = |p: &[u8]| WideCache::hash(p.len(), &wide_key(p)) & (WIDE_SETS_MIN - 1);
+        let want = set(&piece(0));
+        let same: Vec<Vec<u8>> = (0..)
+            .map(piece)
+            .filter(|p| set(p) == want)
+            .take(3)
+            .collect();
+        for i in 0..10 * WIDE_SETS_MIN {
+            let p = &same[i % 3];
+            wide.put(p.len(), &wide_key(p), &[(1, p.len() as u32)]);
+        }
+        assert_eq!((wide.sets.len(), wide.stored), (WIDE_SETS_MIN, 2));
+    }
+
     #[test]
     fn a_many_token_wide_piece_takes_one_slot_and_its_tokens_the_pool() {
         let mut wide = WideCache::default();
         let same_set: Vec<Vec<u8>> = {
             let p0 = b"wide piece number 0".to_vec();
-            let want = WideCache::set(p0.len(), &wide_key(&p0));
+            let set = |p: &[u8]| WideCache::hash(p.len(), &wide_key(p)) & (WIDE_SETS_MIN - 1);
+            let want = set(&p0);
             (0u32..)
                 .map(|i| format!("wide piece number {i}").into_bytes())
-                .filter(|p| WideCache::set(p.len(), &wide_key(p)) == want)
+                .filter(|p| set(p) == want)
                 .take(3)
                 .collect()
         };
