@@ -178,7 +178,7 @@ pub struct Bpe {
     pub vocab: FxHashMap<String, u32>,
     pub vocab_r: FxHashMap<u32, String>,
     /// (left id, right id) -> (rank, merged id)
-    merges: FxHashMap<(u32, u32), (u32, u32)>,
+    merges: Merges,
     pub opts: BpeOptions,
     unk_id: Option<u32>,
     /// Byte-level fast path: the id of each byte's char, and the vocabulary by raw bytes.
@@ -241,7 +241,10 @@ impl Bpe {
             .continuing_subword_prefix
             .as_ref()
             .map_or(0, String::len);
-        let mut merge_map = FxHashMap::with_capacity_and_hasher(merges.len(), Default::default());
+        let mut merge_map = Merges(FxHashMap::with_capacity_and_hasher(
+            merges.len(),
+            Default::default(),
+        ));
         for (rank, (a, b)) in merges.iter().enumerate() {
             let get = |t: &str| {
                 vocab.get(t).copied().ok_or_else(|| {
@@ -261,7 +264,10 @@ impl Bpe {
             };
             let new_id = get(&merged)?;
             // The first (lowest) rank wins when a pair is listed twice, as in HF.
-            merge_map.entry((ia, ib)).or_insert((rank as u32, new_id));
+            merge_map
+                .0
+                .entry(Merges::key(ia, ib))
+                .or_insert((rank as u32, new_id));
         }
         let unk_id = match &opts.unk_token {
             Some(t) => vocab.get(t).copied(),
@@ -696,6 +702,23 @@ fn find_marker(b: &[u8]) -> Option<usize> {
     None
 }
 
+/// (left id, right id) -> (rank, merged id), the pair packed into one `u64` key: hashed in one
+/// step where a tuple key took two, and compared in one.
+#[derive(Debug, Clone)]
+struct Merges(FxHashMap<u64, (u32, u32)>);
+
+impl Merges {
+    #[inline]
+    fn key(a: u32, b: u32) -> u64 {
+        u64::from(a) << 32 | u64::from(b)
+    }
+
+    #[inline]
+    fn get(&self, a: u32, b: u32) -> Option<&(u32, u32)> {
+        self.0.get(&Self::key(a, b))
+    }
+}
+
 #[derive(Clone, Copy)]
 struct Symbol {
     id: u32,
@@ -743,7 +766,7 @@ impl Word {
         }
     }
 
-    fn merge_all(&mut self, merges: &FxHashMap<(u32, u32), (u32, u32)>) {
+    fn merge_all(&mut self, merges: &Merges) {
         match self.symbols.len() {
             0 | 1 => {}
             n if n <= SHORT_WORD => self.merge_short(merges),
@@ -753,7 +776,7 @@ impl Word {
 
     /// HF's algorithm: a heap of candidate pairs, lowest (rank, position) first, stale entries
     /// skipped. O(n log n), so long pieces ("a" * 1_000_000) stay linear-ish.
-    fn merge_heap(&mut self, merges: &FxHashMap<(u32, u32), (u32, u32)>) {
+    fn merge_heap(&mut self, merges: &Merges) {
         let n = self.symbols.len();
         if n < 2 {
             return;
@@ -767,7 +790,7 @@ impl Word {
             .enumerate()
             .filter_map(|(i, w)| {
                 merges
-                    .get(&(w[0].id, w[1].id))
+                    .get(w[0].id, w[1].id)
                     .map(|&(r, id)| Reverse((r, i as u32, id)))
             })
             .collect();
@@ -780,10 +803,7 @@ impl Word {
             let next_pos = cur.next as usize;
             let right = self.symbols[next_pos];
             // Stale entries: the pair changed since it was queued.
-            if merges
-                .get(&(cur.id, right.id))
-                .is_none_or(|m| m.1 != new_id)
-            {
+            if merges.get(cur.id, right.id).is_none_or(|m| m.1 != new_id) {
                 continue;
             }
             self.symbols[pos].id = new_id;
@@ -796,12 +816,12 @@ impl Word {
             let cur = self.symbols[pos];
             if cur.prev >= 0 {
                 let p = cur.prev as usize;
-                if let Some(&(r, id)) = merges.get(&(self.symbols[p].id, cur.id)) {
+                if let Some(&(r, id)) = merges.get(self.symbols[p].id, cur.id) {
                     heap.push(Reverse((r, p as u32, id)));
                 }
             }
             if cur.next >= 0 && (cur.next as usize) < n {
-                if let Some(&(r, id)) = merges.get(&(cur.id, self.symbols[cur.next as usize].id)) {
+                if let Some(&(r, id)) = merges.get(cur.id, self.symbols[cur.next as usize].id) {
                     heap.push(Reverse((r, pos as u32, id)));
                 }
             }
@@ -812,7 +832,7 @@ impl Word {
     /// the same choice at every step as `merge_all`'s heap (lowest rank, leftmost on ties), so the
     /// result is identical (`tests::short_and_heap_merges_agree` checks it); it is faster for the
     /// few symbols of a typical word.
-    fn merge_short(&mut self, merges: &FxHashMap<(u32, u32), (u32, u32)>) {
+    fn merge_short(&mut self, merges: &Merges) {
         let mut ids = [0u32; SHORT_WORD];
         let mut lens = [0u32; SHORT_WORD];
         let mut ranks = [u32::MAX; SHORT_WORD];
@@ -822,11 +842,7 @@ impl Word {
             ids[i] = s.id;
             lens[i] = s.len;
         }
-        let pair = |a: u32, b: u32| {
-            merges
-                .get(&(a, b))
-                .map_or((u32::MAX, 0), |&(r, id)| (r, id))
-        };
+        let pair = |a: u32, b: u32| merges.get(a, b).map_or((u32::MAX, 0), |&(r, id)| (r, id));
         for i in 0..n - 1 {
             (ranks[i], news[i]) = pair(ids[i], ids[i + 1]);
         }
