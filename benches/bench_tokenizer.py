@@ -11,7 +11,8 @@ cannot load this tokenizer.json, are skipped with the reason.
 Throughput is steady state: a warm-up round for every implementation (its caches filled), then
 FASTPREP_BENCH_ROUNDS timed rounds (default 5: this runs on shared machines, where a round or two
 of any implementation lands on someone else's load). The cold case, a fresh tokenizer's first
-pass over the corpus, is its own group ("first pass").
+pass over the corpus, is its own group ("first pass"), and so is a fresh process up to its first
+ids ("cold start": import, load, the first calls, and the RSS the vocabulary takes).
 """
 
 from __future__ import annotations
