@@ -209,3 +209,38 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod loading {
+    use crate::tokenize::Tokenizer;
+
+    /// What is wrong with a model section is reported at its place, as when the whole file
+    /// went through a `Value`: the readers here only take the usual shapes faster.
+    #[test]
+    fn a_bad_model_section_is_reported_where_it_is() {
+        let file = |model: &str| format!(r#"{{"version": "1.0", "model": {model}}}"#);
+        let err = |model: &str| {
+            Tokenizer::from_json_str(&file(model))
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err("5").contains("model"), "{}", err("5"));
+        assert!(err("5").contains("expected an object"), "{}", err("5"));
+        let bad_id = r#"{"type": "BPE", "vocab": {"a": -1}, "merges": []}"#;
+        assert!(err(bad_id).contains("model.vocab.a"), "{}", err(bad_id));
+        let bad_merge = r#"{"type": "BPE", "vocab": {"a": 0}, "merges": ["ab"]}"#;
+        assert!(
+            err(bad_merge).contains("model.merges[0]"),
+            "{}",
+            err(bad_merge)
+        );
+        assert!(Tokenizer::from_json_str("{").is_err());
+        // A usual one loads, and `to_json` gives its own text back as JSON.
+        let ok = r#"{"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}"#;
+        let tok = Tokenizer::from_json_str(&file(ok)).unwrap();
+        let back: serde_json::Value =
+            serde_json::from_str(&tok.to_json(false, None, None)).unwrap();
+        assert_eq!(back["model"]["vocab"]["ab"], 2);
+        assert_eq!(back["model"]["merges"][0], "a b");
+    }
+}

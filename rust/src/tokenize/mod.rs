@@ -149,14 +149,13 @@ impl Tokenizer {
                 top.insert(key, v);
             }
         }
-        let model = match model {
-            Some(raw) => {
-                let m = json_sections::ModelSection::read(raw)
-                    .map_err(|e| json_sections::invalid(&e))?;
-                match Value::from(m.fields) {
-                    Value::Object(fields) => Some(config::model_of(&fields, m.vocab, m.merges)?),
-                    _ => unreachable!("a map is an object"),
-                }
+        let model = match model.map(|raw| (raw, json_sections::ModelSection::read(raw))) {
+            Some((_, Ok(m))) => Some(config::model_of(&m.fields, m.vocab, m.merges)?),
+            // Not an object: `config` says what is wrong with it, as for any other section.
+            Some((raw, Err(_))) => {
+                let v: Value =
+                    serde_json::from_str(raw.get()).map_err(|e| json_sections::invalid(&e))?;
+                Some(config::model(&v)?)
             }
             None => None,
         };
@@ -164,6 +163,7 @@ impl Tokenizer {
     }
 
     pub fn from_json(json: Value) -> Result<Self, TokenizeError> {
+        // Built from the tree, which it then keeps (an empty text meanwhile).
         let mut tok = Self::build(&json, None, Source::Text("".into()))?;
         tok.json = Source::Tree(Arc::new(json));
         Ok(tok)

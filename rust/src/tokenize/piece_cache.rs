@@ -282,17 +282,11 @@ impl HotCache {
     /// already pending, miss in the new table: a miss is never a wrong answer.
     #[cold]
     fn grow(&mut self) {
-        let doubled = HugeTable::zeroed(2 * self.sets.len());
-        let old = std::mem::replace(&mut self.sets, doubled);
-        self.mask = self.sets.len() - 1;
-        for slot in old.iter().flat_map(|set| set.0) {
-            if slot.meta & 31 != 0 {
-                let at = self.set(slot.k0, slot.k1);
-                let set = &mut self.sets[at].0;
-                // The older slot of the old set comes second, so it stays second.
-                set[usize::from(set[0].meta & 31 != 0)] = slot;
-            }
-        }
+        self.mask = double(
+            &mut self.sets,
+            |set| &mut set.0,
+            |s, mask| (s.meta & 31 != 0).then(|| Self::hash(s.k0, s.k1) & mask),
+        );
     }
 
     pub(crate) fn clear(&mut self) {
@@ -484,18 +478,14 @@ impl WideCache {
     /// Doubles the table, keeping its pieces (see `HotCache::grow`).
     #[cold]
     fn grow(&mut self) {
-        let doubled = HugeTable::zeroed(2 * self.sets.len());
-        let old = std::mem::replace(&mut self.sets, doubled);
-        self.mask = self.sets.len() - 1;
-        for slot in old.iter().flat_map(|set| set.0) {
-            let len = (slot.meta & 63) as usize;
-            if len != 0 {
-                let at = self.set(len, &slot.k);
-                let set = &mut self.sets[at].0;
-                // The older slot of the old set comes second, so it stays second.
-                set[usize::from(set[0].meta & 63 != 0)] = slot;
-            }
-        }
+        self.mask = double(
+            &mut self.sets,
+            |set| &mut set.0,
+            |s, mask| {
+                let len = (s.meta & 63) as usize;
+                (len != 0).then(|| Self::hash(len, &s.k) & mask)
+            },
+        );
     }
 
     pub(crate) fn clear(&mut self) {
@@ -503,6 +493,28 @@ impl WideCache {
         self.pool.clear();
         self.stored = 0;
     }
+}
+
+/// Doubles a two-way table in place, moving every slot in use to its set in the new table
+/// (`home(slot, mask)`: `None` for an empty slot), and returns the new mask. The older slot of
+/// an old set comes second, so it stays second.
+fn double<S: Zeroable, T: Copy>(
+    sets: &mut HugeTable<S>,
+    slots: impl Fn(&mut S) -> &mut [T; 2],
+    home: impl Fn(&T, usize) -> Option<usize>,
+) -> usize {
+    let mut old = std::mem::replace(sets, HugeTable::zeroed(2 * sets.len()));
+    let mask = sets.len() - 1;
+    for set in old.iter_mut() {
+        for slot in *slots(set) {
+            if let Some(at) = home(&slot, mask) {
+                let pair = slots(&mut sets[at]);
+                let first_taken = home(&pair[0], mask).is_some();
+                pair[usize::from(first_taken)] = slot;
+            }
+        }
+    }
+    mask
 }
 
 /// Tokens of the cached pieces with more tokens than their slot holds, appended in the order
