@@ -24,8 +24,9 @@ const CACHE_MAX_LEN: usize = 256;
 /// Most pieces the full cache holds (a thread, a model); past it, it starts over. It held 100k:
 /// a 29 MB corpus (261k distinct pieces, 60k of them past the small caches' 32 bytes)
 /// overflowed it every round, and its rounds after the first ran at 46-57 MB/s against
-/// 122-140 now (`encode_file`, one thread; the 5 MB corpus is unchanged). At most ~24 MiB a
-/// thread: a 16 MiB table and the tokens.
+/// 122-140 with this capacity alone (`encode_file`, one thread; the 5 MB corpus unchanged;
+/// 218-224 once the small caches' pools and the wide cache grew too, see `piece_cache`). At
+/// most ~24 MiB a thread: a 16 MiB table and the tokens.
 const CACHE_CAPACITY: usize = 1 << 18;
 
 static NEXT_MODEL_ID: AtomicU64 = AtomicU64::new(1);
