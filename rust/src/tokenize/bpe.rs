@@ -7,7 +7,7 @@
 use super::bytelevel::{decode_token, BYTE_CHAR};
 use super::bytesmap::{self, BytesMap};
 pub(crate) use super::piece_cache::Pending;
-use super::piece_cache::{wide_key, wide_key_at, HotCache, WideCache, WIDE_LEN};
+use super::piece_cache::{wide_key, wide_key_at, HotCache, WideCache, HOT_TOKENS_MAX, WIDE_LEN};
 use crate::error::TokenizeError;
 use rustc_hash::FxHashMap;
 use std::cell::RefCell;
@@ -67,6 +67,24 @@ struct Cache {
 }
 
 impl Cache {
+    /// Stores `tokens` for `key` in the full cache (`map`, `all`).
+    fn store(
+        map: &mut BytesMap<(u32, u32)>,
+        all: &mut Vec<(u32, u32)>,
+        key: &[u8],
+        tokens: &[(u32, u32)],
+    ) {
+        if map.len() >= CACHE_CAPACITY || all.len() + tokens.len() > u32::MAX as usize {
+            // The full cache starts over; the small caches in front of it keep the frequent
+            // pieces (they were emptied too).
+            map.clear();
+            all.clear();
+        }
+        let start = all.len() as u32;
+        all.extend_from_slice(tokens);
+        map.insert(key, (start, tokens.len() as u32));
+    }
+
     fn clear(&mut self) {
         self.map.clear();
         self.tokens.clear();
@@ -138,17 +156,7 @@ impl Scratch {
             return;
         }
         let cache = self.cache(model);
-        if cache.map.len() >= CACHE_CAPACITY
-            || cache.tokens.len() + tokens.len() > u32::MAX as usize
-        {
-            // The full cache starts over; the small caches in front of it keep the frequent
-            // pieces (they were emptied too).
-            cache.map.clear();
-            cache.tokens.clear();
-        }
-        let start = cache.tokens.len() as u32;
-        cache.tokens.extend_from_slice(tokens);
-        cache.map.insert(key, (start, tokens.len() as u32));
+        Cache::store(&mut cache.map, &mut cache.tokens, key, tokens);
     }
 }
 
@@ -346,7 +354,7 @@ impl Bpe {
             }
         }
         if piece.len() > WIDE_LEN {
-            self.tokenize_bytes_cold(piece, out, scratch);
+            self.tokenize_bytes_cold(piece, out, scratch, true);
             return Ok(());
         }
         let key = bytesmap::split(piece);
@@ -404,13 +412,28 @@ impl Bpe {
         scratch: &mut Scratch,
     ) {
         let start = out.len();
-        self.tokenize_bytes_cold(piece, out, scratch);
+        // A piece the hot cache holds goes to the full cache only once evicted from it (storing
+        // every cold piece in both was ~10% of a fresh tokenizer's first pass).
+        let hot = piece.len() <= 16;
+        self.tokenize_bytes_cold(piece, out, scratch, !hot);
         let cache = scratch.cache(&self.model_id);
         let tokens = &out[start..];
-        if piece.len() <= 16 {
-            cache.hot.put(piece.len(), key.0, key.1, tokens);
-        } else {
+        if !hot {
             cache.wide.put(piece.len(), &wide_key(piece), tokens);
+        } else if tokens.len() > HOT_TOKENS_MAX {
+            Cache::store(&mut cache.map, &mut cache.tokens, piece, tokens);
+        } else {
+            let Cache {
+                hot,
+                map,
+                tokens: all,
+                ..
+            } = cache;
+            hot.put_keeping(piece.len(), key.0, key.1, tokens, |bytes, tokens| {
+                if map.get(bytes).is_none() {
+                    Cache::store(map, all, bytes, tokens);
+                }
+            });
         }
     }
 
@@ -509,7 +532,14 @@ impl Bpe {
 
     /// `tokenize_bytes` past the hot cache: the vocabulary, then the cache, then BPE.
     #[inline]
-    fn tokenize_bytes_cold(&self, piece: &[u8], out: &mut Vec<(u32, u32)>, scratch: &mut Scratch) {
+    /// `store`: whether a piece merged here goes into the full cache.
+    fn tokenize_bytes_cold(
+        &self,
+        piece: &[u8],
+        out: &mut Vec<(u32, u32)>,
+        scratch: &mut Scratch,
+        store: bool,
+    ) {
         // Pieces that get here are mostly long or many-token ones, all in the full cache after
         // their first time (a single-token vocabulary piece is held by the small caches), so
         // the cache goes before the vocabulary: one table probe instead of two.
@@ -538,10 +568,12 @@ impl Bpe {
                 }
             }
         }
-        // Not cached (looked up above): merged, and cached.
+        // Not cached (looked up above): merged, and cached if asked.
         let start = out.len();
         self.merge_bytes(piece, out, &mut scratch.word);
-        scratch.cache_tokens(&self.model_id, piece, &out[start..]);
+        if store {
+            scratch.cache_tokens(&self.model_id, piece, &out[start..]);
+        }
     }
 
     /// BPE on a byte-level piece, uncached.

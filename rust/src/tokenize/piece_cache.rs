@@ -65,7 +65,7 @@ const GROW_LOAD: usize = 8;
 /// Most tokens a hot slot holds itself.
 pub(crate) const HOT_TOKENS: usize = 3;
 /// Most tokens of a piece the hot cache holds (its 4-bit count).
-const HOT_TOKENS_MAX: usize = 15;
+pub(crate) const HOT_TOKENS_MAX: usize = 15;
 
 /// A two-way set-associative cache of pieces of up to 16 bytes, in front of the vocabulary and
 /// the full cache. A set is one aligned cache line of two slots, so a hit reads one line, and
@@ -231,8 +231,21 @@ impl HotCache {
     /// one-in-1024 lookups that was the rule before, so a thread doubled its table at a random
     /// round, sometimes the thirteenth, and a doubling costs 4-40 ms, most of it the kernel
     /// finding huge pages. By the load it happens while the cache fills, in the first round.)
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn put(&mut self, len: usize, k0: u64, k1: u64, tokens: &[(u32, u32)]) {
+        self.put_keeping(len, k0, k1, tokens, |_, _| {});
+    }
+
+    /// `put`, handing the piece it evicts (if any) to `evicted`: its bytes and tokens.
+    #[inline]
+    pub(crate) fn put_keeping(
+        &mut self,
+        len: usize,
+        k0: u64,
+        k1: u64,
+        tokens: &[(u32, u32)],
+        evicted: impl FnOnce(&[u8], &[(u32, u32)]),
+    ) {
         if tokens.is_empty() || tokens.len() > HOT_TOKENS_MAX {
             return;
         }
@@ -259,9 +272,29 @@ impl HotCache {
             });
         }
         let at = self.set(k0, k1);
-        let set = &mut self.sets[at].0;
+        let old = self.sets[at].0[1];
         // The length bits are 0 only in an empty slot.
-        self.stored += usize::from(set[1].meta & 31 != 0) ^ 1;
+        let old_len = (old.meta & 31) as usize;
+        if old_len == 0 {
+            self.stored += 1;
+        } else {
+            // The key words are the piece's bytes, zero-padded (`bytesmap::split`).
+            let mut bytes = [0u8; 16];
+            bytes[..8].copy_from_slice(&old.k0.to_le_bytes());
+            bytes[8..].copy_from_slice(&old.k1.to_le_bytes());
+            let bytes = &bytes[..old_len];
+            let n = ((old.meta >> 5) & 15) as usize;
+            if n <= HOT_TOKENS {
+                let mut own = [(0, 0); HOT_TOKENS];
+                for (i, t) in own[..n].iter_mut().enumerate() {
+                    *t = (old.ids[i], ((old.meta >> (9 + 4 * i)) & 15) + 1);
+                }
+                evicted(bytes, &own[..n]);
+            } else {
+                evicted(bytes, self.pool.get(old.ids[0], n));
+            }
+        }
+        let set = &mut self.sets[at].0;
         set[1] = set[0];
         set[0] = slot;
     }
@@ -614,6 +647,53 @@ mod tests {
             })
             .collect();
         assert_eq!(hits, [false, true, true]);
+    }
+
+    /// A piece pushed out of its set is handed over whole: its bytes (from the key words) and
+    /// its tokens (from the slot, or from the pool for more than three).
+    #[test]
+    fn an_evicted_piece_is_handed_over_with_its_bytes_and_tokens() {
+        let mut hot = HotCache::default();
+        let key = |p: &[u8]| bytesmap::split(p);
+        let want = HotCache::hash(key(b"k0").0, key(b"k0").1) & (HOT_SETS_MIN - 1);
+        let same: Vec<Vec<u8>> = (0u32..)
+            .map(|i| format!("k{i:>9}-{}", "x".repeat(i as usize % 6)).into_bytes())
+            .filter(|p| {
+                let (a, b) = key(p);
+                HotCache::hash(a, b) & (HOT_SETS_MIN - 1) == want
+            })
+            .take(4)
+            .collect();
+        let tokens: Vec<Vec<(u32, u32)>> = vec![
+            vec![(70_000, 1), (5, 2)],
+            (0..7).map(|i| (100 + i, 1)).collect(),
+            vec![(9, 3)],
+            vec![(1, 1)],
+        ];
+        let mut handed = vec![];
+        for (p, t) in same.iter().zip(&tokens) {
+            let (a, b) = key(p);
+            let t: Vec<(u32, u32)> = t.iter().map(|&(id, _)| (id, 1)).collect();
+            let mut t = t;
+            // Byte lengths that add up to the piece's.
+            let last = t.len() - 1;
+            t[last].1 = (p.len() - last) as u32;
+            hot.put_keeping(p.len(), a, b, &t, |bytes, toks| {
+                handed.push((bytes.to_vec(), toks.to_vec()));
+            });
+        }
+        // The first two pieces were pushed out by the third and the fourth, in that order.
+        assert_eq!(handed.len(), 2);
+        for (k, (bytes, toks)) in handed.iter().enumerate() {
+            assert_eq!(bytes, &same[k]);
+            let ids: Vec<u32> = toks.iter().map(|t| t.0).collect();
+            let want: Vec<u32> = tokens[k].iter().map(|t| t.0).collect();
+            assert_eq!(ids, want);
+            assert_eq!(
+                toks.iter().map(|t| t.1 as usize).sum::<usize>(),
+                bytes.len()
+            );
+        }
     }
 
     #[test]
