@@ -322,13 +322,14 @@ impl IntCache {
             }
             (uses, left)
         });
-        let mut uses = vec![0u32; slots];
-        let mut lefts = Vec::with_capacity(done.len());
-        for (more, left) in done {
+        // The first share's table takes the others' counts.
+        let lefts: Vec<usize> = done.iter().map(|d| d.1).collect();
+        let mut tables = done.into_iter().map(|d| d.0);
+        let mut uses = tables.next().unwrap_or_default();
+        for more in tables {
             for (u, m) in uses.iter_mut().zip(more) {
                 *u += m;
             }
-            lefts.push(left);
         }
         for (id, &n) in uses.iter().enumerate() {
             if n > 0 {
