@@ -1,10 +1,14 @@
 //! Encodes a JSON list of documents with a tokenizer.json, for profiling (`perf record`) the core
-//! without Python: `cargo run --release --example encode_file -- tokenizer.json corpus.json [ids|offsets]`.
+//! without Python: `cargo run --release --example encode_file -- tokenizer.json corpus.json [ids|offsets]`
+//! (`ROUNDS=n`, default 3; `FRESH=1` loads the tokenizer again before each round).
 use fastprep::tokenize::{EncodeOptions, Input, Offsets, Tokenizer};
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let tok = Tokenizer::from_json_str(&std::fs::read_to_string(&args[1]).unwrap()).unwrap();
+    let json = std::fs::read_to_string(&args[1]).unwrap();
+    let mut tok = Tokenizer::from_json_str(&json).unwrap();
+    // FRESH=1: every round on a freshly loaded tokenizer (empty caches), to time first passes.
+    let fresh = std::env::var("FRESH").is_ok_and(|f| f == "1");
     let docs: Vec<String> =
         serde_json::from_str(&std::fs::read_to_string(&args[2]).unwrap()).unwrap();
     let ids_only = args.get(3).is_some_and(|a| a == "ids");
@@ -25,6 +29,9 @@ fn main() {
         .and_then(|r| r.parse().ok())
         .unwrap_or(3);
     for round in 0..rounds {
+        if fresh && round > 0 {
+            tok = Tokenizer::from_json_str(&json).unwrap();
+        }
         let t0 = std::time::Instant::now();
         let mut n = 0;
         for d in &docs {

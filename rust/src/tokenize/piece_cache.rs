@@ -42,7 +42,7 @@ pub(crate) struct Pending {
 }
 
 /// Sets of the hot cache when a thread first puts a piece into it: 4096 sets of 64 bytes
-/// (256 KiB). It doubles by its load (see `GROW_LOAD`) up to `HOT_SETS_MAX`: the 5 MB test corpus
+/// (256 KiB). It grows by its load (see `GROW_LOAD`, `GROW_STEP`) up to `HOT_SETS_MAX`: the 5 MB test corpus
 /// (~60k distinct short pieces) takes it there within its first round, while a process that
 /// encodes a few short texts keeps a small table. It started at 16 MiB on 2 MiB pages before,
 /// and a fresh process's first calls paid the first touch of each of its pages (~0.1 ms each,
@@ -57,11 +57,17 @@ const HOT_SETS_MIN: usize = 1 << 12;
 /// that missed by conflicts at 16 MiB (three or more pieces of one set taking turns) halve, and
 /// the Rust core runs 2-5% faster (alternating runs; 64 MiB gained another 1%).
 const HOT_SETS_MAX: usize = 1 << 19;
-/// The table doubles once it holds more pieces than one in this many sets. Conflicts grow with
+/// A table grows once it holds more pieces than one in this many sets. Conflicts grow with
 /// the square of the load (a piece misses by conflict when two others share its set, Poisson):
 /// at 1/8 about one piece held in 140 is in a set of three or more, at the test corpus's 58k
 /// pieces in 2^18 sets one in 48 (~380 evictions per 262k lookups, measured).
 const GROW_LOAD: usize = 8;
+/// How many times larger a table grows in one step. It doubled: the hot cache went through six
+/// sizes on its way to 32 MiB in a fresh tokenizer's first pass over the test corpus, each a
+/// new table's first touch and a move of the last, 23% of that pass's encode time in a profile;
+/// in steps of 8 the pass runs 56-58 MB/s against 52-55 (`encode_file`, `FRESH=1`, one thread,
+/// alternating builds; starting at the largest size, 58-62, is what the small start avoids).
+const GROW_STEP: usize = 8;
 /// Most tokens a hot slot holds itself.
 pub(crate) const HOT_TOKENS: usize = 3;
 /// Most tokens of a piece the hot cache holds (its 4-bit count).
@@ -225,7 +231,7 @@ impl HotCache {
 
     /// Caches the tokens of a piece of `len` (1..=16) bytes, if there are at most
     /// `HOT_TOKENS_MAX`, in the first slot of its set (the older entry there moves to the other
-    /// slot). Once it holds more pieces than one per `GROW_LOAD` sets, the table doubles (up to
+    /// slot). Once it holds more pieces than one per `GROW_LOAD` sets, the table grows (up to
     /// `HOT_SETS_MAX`), keeping its pieces: text of few distinct pieces leaves it small.
     /// (The load decides, not the evictions seen: on the test corpus those hovered around the
     /// one-in-1024 lookups that was the rule before, so a thread doubled its table at a random
@@ -308,15 +314,18 @@ impl HotCache {
         self.stored = 0;
     }
 
-    /// Doubles the table, keeping its pieces: a set's pieces go to one of two sets of the new
-    /// table (the hash's next bit tells which), so none is evicted, and the pool's tokens stay
+    /// Grows the table `GROW_STEP` times, keeping its pieces: a set's pieces go to sets of the
+    /// new table that only its pieces can go to (the hash's next bits tell which), so none is
+    /// evicted, and the pool's tokens stay
     /// where the slots point. (Starting over cost a round of misses, ~12 ms on the test corpus,
     /// against ~3 ms to move 16 MiB.) Pieces whose set was computed with the old size, in a run
     /// already pending, miss in the new table: a miss is never a wrong answer.
     #[cold]
     fn grow(&mut self) {
-        self.mask = double(
+        let len = (self.sets.len() * GROW_STEP).min(HOT_SETS_MAX);
+        self.mask = grow_to(
             &mut self.sets,
+            len,
             |set| &mut set.0,
             |s, mask| (s.meta & 31 != 0).then(|| Self::hash(s.k0, s.k1) & mask),
         );
@@ -330,7 +339,7 @@ impl HotCache {
 }
 
 /// Sets of the wide cache when a thread first puts a piece into it: 1024 sets of two 64-byte
-/// slots (128 KiB). It doubles by its load as the hot cache does, up to `WIDE_SETS_MAX`.
+/// slots (128 KiB). It grows by its load as the hot cache does, up to `WIDE_SETS_MAX`.
 const WIDE_SETS_MIN: usize = 1 << 10;
 /// The most sets the wide cache grows to (16 MiB). It was 16384 sets (2 MiB) for good: the 5 MB
 /// test corpus has ~12k distinct pieces this long, but a 29 MB one ~54k, which took turns in
@@ -472,7 +481,7 @@ impl WideCache {
 
     /// Caches the tokens of a piece of `len` (1..=32) bytes, if there are at most
     /// `WIDE_TOKENS_MAX`, in the first slot of its set (the older entry there moves to the
-    /// other slot). The table doubles by its load, as the hot cache's does (see `HotCache::put`).
+    /// other slot). The table grows by its load, as the hot cache's does (see `HotCache::put`).
     #[inline]
     pub(crate) fn put(&mut self, len: usize, k: &[u64; 4], tokens: &[(u32, u32)]) {
         if tokens.is_empty() || tokens.len() > WIDE_TOKENS_MAX || len > WIDE_LEN {
@@ -508,11 +517,13 @@ impl WideCache {
         set[0] = slot;
     }
 
-    /// Doubles the table, keeping its pieces (see `HotCache::grow`).
+    /// Grows the table, keeping its pieces (see `HotCache::grow`).
     #[cold]
     fn grow(&mut self) {
-        self.mask = double(
+        let len = (self.sets.len() * GROW_STEP).min(WIDE_SETS_MAX);
+        self.mask = grow_to(
             &mut self.sets,
+            len,
             |set| &mut set.0,
             |s, mask| {
                 let len = (s.meta & 63) as usize;
@@ -528,16 +539,20 @@ impl WideCache {
     }
 }
 
-/// Doubles a two-way table in place, moving every slot in use to its set in the new table
-/// (`home(slot, mask)`: `None` for an empty slot), and returns the new mask. The older slot of
-/// an old set comes second, so it stays second.
-fn double<S: Zeroable, T: Copy>(
+/// Grows a two-way table to `len` sets (a power of two, larger), moving every slot in use to
+/// its set in the new table (`home(slot, mask)`: `None` for an empty slot), and returns the new
+/// mask. The slots of one old set can only go to new sets of that old set (those whose low hash
+/// bits match it), so none is evicted; the older slot of an old set comes second, so it stays
+/// second.
+fn grow_to<S: Zeroable, T: Copy>(
     sets: &mut HugeTable<S>,
+    len: usize,
     slots: impl Fn(&mut S) -> &mut [T; 2],
     home: impl Fn(&T, usize) -> Option<usize>,
 ) -> usize {
-    let mut old = std::mem::replace(sets, HugeTable::zeroed(2 * sets.len()));
-    let mask = sets.len() - 1;
+    debug_assert!(len.is_power_of_two() && len > sets.len());
+    let mut old = std::mem::replace(sets, HugeTable::zeroed(len));
+    let mask = len - 1;
     for set in old.iter_mut() {
         for slot in *slots(set) {
             if let Some(at) = home(&slot, mask) {
@@ -591,6 +606,15 @@ impl Pool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The sizes a table takes from `min` to `max`, `GROW_STEP` times larger each time.
+    fn steps(min: usize, max: usize) -> Vec<usize> {
+        let mut sizes = vec![min];
+        while sizes[sizes.len() - 1] < max {
+            sizes.push((sizes[sizes.len() - 1] * GROW_STEP).min(max));
+        }
+        sizes
+    }
 
     #[test]
     fn hot_cache_keeps_up_to_three_tokens_and_two_ways() {
@@ -746,13 +770,13 @@ mod tests {
         assert_eq!(hot.hits(&[wide], &mut ids), 0);
     }
 
-    /// The table doubles each time it holds more than one piece per `GROW_LOAD` sets, from
+    /// The table grows each time it holds more than one piece per `GROW_LOAD` sets, from
     /// `HOT_SETS_MIN` to `HOT_SETS_MAX`, keeps its pieces, and still answers right; pieces that
     /// keep evicting each other from a set do not make it grow.
     #[test]
     fn hot_cache_grows_with_the_pieces_it_holds() {
         // Looks up piece `keys[i % n]` for i in 0..lookups, putting it on a miss (as the model
-        // does); returns the cache and, for each doubling, the lookup it happened at, the sets
+        // does); returns the cache and, for each growth, the lookup it happened at, the sets
         // before it, and how many of the (up to 1000) pieces put just before it were still held
         // right after.
         let run = |keys: &[u64], lookups: usize| {
@@ -785,9 +809,9 @@ mod tests {
         let keys: Vec<u64> = (1..=(2 * HOT_SETS_MAX / GROW_LOAD) as u64).collect();
         let (hot, growths) = run(&keys, keys.len());
         let sizes: Vec<usize> = growths.iter().map(|g| g.1).collect();
-        let doublings = (HOT_SETS_MAX / HOT_SETS_MIN).trailing_zeros();
-        let want: Vec<usize> = (0..doublings).map(|d| HOT_SETS_MIN << d).collect();
-        assert_eq!(sizes, want, "one doubling per size");
+        let mut want = steps(HOT_SETS_MIN, HOT_SETS_MAX);
+        want.pop();
+        assert_eq!(sizes, want, "one growth per size");
         for &(at, sets, kept) in &growths {
             // Right past the load (a few of the pieces put were evicted on the way).
             let limit = sets / GROW_LOAD;
@@ -921,7 +945,7 @@ mod tests {
         assert!(wide.get(32, &wide_key(b), &mut vec![]));
     }
 
-    /// The wide table doubles by its load from `WIDE_SETS_MIN` to `WIDE_SETS_MAX`, keeping its
+    /// The wide table grows by its load from `WIDE_SETS_MIN` to `WIDE_SETS_MAX`, keeping its
     /// pieces; three pieces of one set taking turns never make it grow.
     #[test]
     fn wide_cache_grows_with_the_pieces_it_holds() {
@@ -955,9 +979,7 @@ mod tests {
                 }
             }
         }
-        let doublings = (WIDE_SETS_MAX / WIDE_SETS_MIN).trailing_zeros() as usize;
-        let want: Vec<usize> = (0..=doublings).map(|d| WIDE_SETS_MIN << d).collect();
-        assert_eq!(sizes, want);
+        assert_eq!(sizes, steps(WIDE_SETS_MIN, WIDE_SETS_MAX));
         // Three pieces of one set taking turns: never.
         let mut wide = WideCache::default();
         let set = |p: &[u8]| WideCache::hash(p.len(), &wide_key(p)) & (WIDE_SETS_MIN - 1);
