@@ -28,6 +28,7 @@ fn main() {
         .ok()
         .and_then(|r| r.parse().ok())
         .unwrap_or(3);
+    println!("loaded: RSS {:.1} MiB", rss_mib());
     for round in 0..rounds {
         if fresh && round > 0 {
             tok = Tokenizer::from_json_str(&json).unwrap();
@@ -43,8 +44,17 @@ fn main() {
         }
         let dt = t0.elapsed().as_secs_f64();
         println!(
-            "round {round}: {n} tokens, {:.1} MB/s",
-            bytes as f64 / dt / 1e6
+            "round {round}: {n} tokens, {:.1} MB/s, RSS {:.1} MiB",
+            bytes as f64 / dt / 1e6,
+            rss_mib()
         );
     }
+}
+
+/// Resident memory (Linux; 0 elsewhere).
+fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/statm")
+        .ok()
+        .and_then(|s| s.split_whitespace().nth(1)?.parse::<f64>().ok())
+        .map_or(0.0, |pages| pages * 4096.0 / f64::from(1 << 20))
 }
