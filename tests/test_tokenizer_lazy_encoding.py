@@ -180,9 +180,9 @@ def test_a_large_batch_builds_its_ids_lists_up_front_with_exact_refcounts():
 
 @pytest.mark.parametrize("num_threads", [1, 2])
 def test_a_large_batch_under_constant_garbage_collection(num_threads):
-    """The up-front lists are kept out of the collector's sight until they are full (a
-    collection walks every slot of a young list): with a collection at every allocation, the
-    batch is still right, and the lists it returns are tracked again, so a cycle a caller makes
+    """The up-front lists are tracked while still empty (the collections the call starts move
+    them on, so the next one does not walk their ids): with a collection at every allocation,
+    the batch is still right, and the lists it returns are tracked, so a cycle a caller makes
     through one is still collected."""
     import gc
     import weakref
@@ -214,6 +214,30 @@ def test_a_large_batch_under_constant_garbage_collection(num_threads):
     del node, ids
     gc.collect()
     assert gone() is None
+
+
+def test_a_large_batch_leaves_few_of_its_lists_to_the_next_young_collection():
+    """The collections during the call find the lists empty and move them to an older
+    generation: afterwards only those made after the call's last collection are young, so the
+    next collection does not walk every id of the batch (it did when they were tracked only
+    once full)."""
+    import gc
+
+    js = data.cl100k_tokenizer_json()
+    tok = Tokenizer.from_str(js)
+    texts = [f"{i} " + data.corpus_documents(200_000)[i % 50] for i in range(400)]
+    before = gc.get_threshold()
+    gc.collect()
+    gc.set_threshold(50)
+    try:
+        lists = [e.ids for e in tok.encode_batch(texts, add_special_tokens=False)]
+        young = {id(o) for o in gc.get_objects(generation=0)}
+    finally:
+        gc.set_threshold(*before)
+    assert sum(map(len, lists)) > 1 << 15  # the up-front path
+    assert all(gc.is_tracked(x) for x in lists)
+    still_young = sum(id(x) in young for x in lists)
+    assert still_young <= 100, f"{still_young} of {len(lists)} lists left young"
 
 
 def test_ids_lists_hold_exact_references_to_the_shared_ints():

@@ -189,8 +189,6 @@ impl IntCache {
                 .map(|(k, row)| (&list, k * chunk, row))
                 .collect();
             self.fill_parts(py, &parts, threads);
-            // SAFETY: full now, untracked since `empty_lists` (see there).
-            unsafe { ffi::PyObject_GC_Track(list.as_ptr().cast()) };
             return Ok(list.into_bound(py));
         }
         let list = new_list(py, ids.len())?;
@@ -217,21 +215,19 @@ impl IntCache {
     }
 
     /// New lists of `lens` NULL slots each, for `fill`, which they must go through before any
-    /// Python code sees them. They are untracked by the garbage collector until then: a
-    /// collection walks every slot of every young list, NULL or not (three collections walked
-    /// the test batch's 2171 new lists, 0.6 ms each, while the call made its other objects).
+    /// Python code sees them. They stay tracked by the garbage collector, as `PyList_New` made
+    /// them: the collections that the call's other allocations start find them empty (a walk
+    /// over NULL slots) and move them to an older generation, so the first collection after the
+    /// call no longer walks the whole batch's ids in them. They were untracked until `fill`
+    /// before, and that first collection walked all 1.58M ids of the test batch every round
+    /// (batch + `.ids` on the 5 MB corpus: median 22.9-23.8 -> 20.4-20.9 ms, alternating). A
+    /// collection meanwhile can show them to `gc.get_objects()` in a `gc.callbacks` function,
+    /// as it can any object under construction (the `gc` docs warn of it); nothing else can.
     pub fn empty_lists(
         py: Python<'_>,
         lens: impl Iterator<Item = usize>,
     ) -> PyResult<Vec<Py<PyList>>> {
-        lens.map(|n| {
-            let list = new_list(py, n)?;
-            // SAFETY: a list just made and tracked; `fill` tracks it again (and a list dropped
-            // untracked is fine: list_dealloc untracks only what is tracked).
-            unsafe { ffi::PyObject_GC_UnTrack(list.as_ptr().cast()) };
-            Ok(list.unbind())
-        })
-        .collect()
+        lens.map(|n| Ok(new_list(py, n)?.unbind())).collect()
     }
 
     /// Fills `lists` (from `empty_lists`, one per row) with the ids of many rows at once (a
@@ -246,15 +242,11 @@ impl IntCache {
     /// adding its counts to the refcounts atomically, measured slower here: 38-40 ms against
     /// 28-39 for the batch.) The caller fills the lists last, once every object that holds them
     /// is made: an allocation can start a garbage collection, which walks every young list's
-    /// items, and empty slots cost it nothing.
+    /// items, and empty slots cost it little (see `empty_lists`).
     pub fn fill(&self, py: Python<'_>, lists: &[Py<PyList>], rows: &[&[u32]], threads: usize) {
         debug_assert_eq!(lists.len(), rows.len());
         let parts: Vec<Part<'_>> = lists.iter().zip(rows).map(|(l, r)| (l, 0, *r)).collect();
         self.fill_parts(py, &parts, threads);
-        for list in lists {
-            // SAFETY: a full list from `empty_lists`, untracked since (see there).
-            unsafe { ffi::PyObject_GC_Track(list.as_ptr().cast()) };
-        }
     }
 
     /// `fill` of parts of lists: each `(list, first, ids)` writes `ids` into the slots of
