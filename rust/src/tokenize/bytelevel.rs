@@ -45,7 +45,21 @@ pub fn encode_bytes(bytes: &[u8]) -> String {
 /// The bytes a byte-level token stands for, or `None` if it has a char outside the alphabet.
 #[must_use]
 pub fn decode_token(token: &str) -> Option<Vec<u8>> {
-    token.chars().map(char_byte).collect()
+    let mut out = Vec::with_capacity(token.len());
+    decode_token_into(token, &mut out).then_some(out)
+}
+
+/// `decode_token` into `out` (cleared first): whether every char is in the alphabet. A load
+/// decodes the whole vocabulary, into one buffer instead of 100k vectors.
+pub fn decode_token_into(token: &str, out: &mut Vec<u8>) -> bool {
+    out.clear();
+    for c in token.chars() {
+        match char_byte(c) {
+            Some(b) => out.push(b),
+            None => return false,
+        }
+    }
+    true
 }
 
 #[cfg(test)]
@@ -63,5 +77,9 @@ mod tests {
         }
         assert_eq!(decode_token("Ġhello"), Some(b" hello".to_vec()));
         assert_eq!(decode_token("日"), None);
+        let mut buf = b"left over".to_vec();
+        assert!(decode_token_into("ĠhiĊ", &mut buf));
+        assert_eq!(buf, b" hi\n");
+        assert!(!decode_token_into("a日", &mut buf));
     }
 }

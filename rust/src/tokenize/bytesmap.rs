@@ -232,6 +232,18 @@ impl<V: Copy + Default> BytesMap<V> {
         prefetch(&self.slots[i]);
     }
 
+    /// An empty map with room for `n` keys before it grows.
+    #[must_use]
+    pub fn with_capacity(n: usize) -> Self {
+        let mut m = Self::default();
+        if n > 0 {
+            let slots = (n * 3 / 2 + 1).next_power_of_two().max(16);
+            m.slots = Self::empty_slots(slots);
+            m.filter = vec![0; slots * FILTER_BITS_PER_SLOT / 64];
+        }
+        m
+    }
+
     /// Inserts or replaces. Keys must be shorter than 4 GiB and the arena must stay below 4 GiB.
     pub fn insert(&mut self, key: &[u8], value: V) {
         if (self.len + 1) * 3 > self.slots.len() * 2 {
@@ -383,5 +395,23 @@ mod tests {
         assert!((0..50_000).all(|i| m.get(&key(i)).is_none()));
         m.insert(&key(7), 7);
         assert_eq!(m.get(&key(7)), Some(&7));
+    }
+
+    /// A map made for `n` keys takes them without growing, and answers as one that grew.
+    #[test]
+    fn with_capacity_holds_its_keys_without_growing() {
+        let key = |i: u32| format!("k{i}").repeat(1 + i as usize % 5).into_bytes();
+        let mut sized = BytesMap::with_capacity(1000);
+        let mut grown = BytesMap::default();
+        let slots = sized.slots.len();
+        for i in 0..1000 {
+            sized.insert(&key(i), i);
+            grown.insert(&key(i), i);
+        }
+        assert_eq!(sized.slots.len(), slots);
+        for i in 0..2000 {
+            assert_eq!(sized.get(&key(i)), grown.get(&key(i)), "{i}");
+        }
+        assert!(BytesMap::<u32>::with_capacity(0).get(b"x").is_none());
     }
 }
