@@ -42,6 +42,9 @@ pub(super) struct ModelSection {
     pub merges: Option<Vec<(String, String)>>,
 }
 
+/// Vocabulary and merges sections from this many bytes of JSON on are read on two threads.
+const PARALLEL_READ_MIN: usize = 1 << 20;
+
 impl ModelSection {
     pub(super) fn read(raw: &RawValue) -> Result<Self, serde_json::Error> {
         let mut out = Self {
@@ -49,25 +52,46 @@ impl ModelSection {
             vocab: None,
             merges: None,
         };
+        let (mut vocab, mut merges) = (None, None);
         for (key, raw) in sections(raw.get())? {
             // A repeated key: the last one holds, as in a `Value` object.
             out.fields.remove(&key);
             match key.as_str() {
-                "vocab" => {
-                    out.vocab = read_with(raw, VocabIds);
-                    if out.vocab.is_some() {
-                        continue;
-                    }
+                "vocab" => vocab = Some(raw),
+                "merges" => merges = Some(raw),
+                _ => {
+                    out.fields.insert(key, serde_json::from_str(raw.get())?);
                 }
-                "merges" => {
-                    out.merges = read_with(raw, MergePairs);
-                    if out.merges.is_some() {
-                        continue;
-                    }
-                }
-                _ => {}
             }
-            out.fields.insert(key, serde_json::from_str(raw.get())?);
+        }
+        let read_vocab = || vocab.and_then(|raw| read_with(raw, VocabIds));
+        let read_merges = || merges.and_then(|raw| read_with(raw, MergePairs));
+        // The two each took ~13% of a large vocabulary's load.
+        let large =
+            |raw: Option<&RawValue>| raw.is_some_and(|r| r.get().len() >= PARALLEL_READ_MIN);
+        (out.vocab, out.merges) = if large(vocab) && large(merges) {
+            std::thread::scope(|s| {
+                let other = std::thread::Builder::new()
+                    .name("fastprep-load".into())
+                    .spawn_scoped(s, read_merges);
+                let v = read_vocab();
+                let m = match other {
+                    Ok(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+                    Err(_) => read_merges(),
+                };
+                (v, m)
+            })
+        } else {
+            (read_vocab(), read_merges())
+        };
+        // Shapes the readers do not take go to `config` as values, which explains them.
+        if let (Some(raw), None) = (vocab, &out.vocab) {
+            out.fields
+                .insert("vocab".into(), serde_json::from_str(raw.get())?);
+        }
+        if let (Some(raw), None) = (merges, &out.merges) {
+            out.fields
+                .insert("merges".into(), serde_json::from_str(raw.get())?);
         }
         Ok(out)
     }
