@@ -32,7 +32,6 @@ pub struct PyTokenizer {
 }
 
 /// The tokenizer and its padding and truncation settings, as one call sees them.
-#[derive(Clone)]
 struct State {
     core: Arc<Tokenizer>,
     /// Arc'd so that a call's snapshot is a reference count, not a copy of the pad token.
