@@ -42,15 +42,9 @@ pub fn encode_bytes(bytes: &[u8]) -> String {
     bytes.iter().map(|&b| BYTE_CHAR[b as usize]).collect()
 }
 
-/// The bytes a byte-level token stands for, or `None` if it has a char outside the alphabet.
-#[must_use]
-pub fn decode_token(token: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(token.len());
-    decode_token_into(token, &mut out).then_some(out)
-}
-
-/// `decode_token` into `out` (cleared first): whether every char is in the alphabet. A load
-/// decodes the whole vocabulary, into one buffer instead of 100k vectors.
+/// The bytes a byte-level token stands for, into `out` (cleared first): whether every char is
+/// in the alphabet. A load decodes the whole vocabulary, into one buffer instead of 100k
+/// vectors.
 pub fn decode_token_into(token: &str, out: &mut Vec<u8>) -> bool {
     out.clear();
     for c in token.chars() {
@@ -75,9 +69,10 @@ mod tests {
         for b in 0..=255u8 {
             assert_eq!(char_byte(BYTE_CHAR[b as usize]), Some(b));
         }
-        assert_eq!(decode_token("Ġhello"), Some(b" hello".to_vec()));
-        assert_eq!(decode_token("日"), None);
         let mut buf = b"left over".to_vec();
+        assert!(decode_token_into("Ġhello", &mut buf));
+        assert_eq!(buf, b" hello");
+        assert!(!decode_token_into("日", &mut buf));
         assert!(decode_token_into("ĠhiĊ", &mut buf));
         assert_eq!(buf, b" hi\n");
         assert!(!decode_token_into("a日", &mut buf));

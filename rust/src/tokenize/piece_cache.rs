@@ -316,16 +316,14 @@ impl HotCache {
 
     /// Grows the table `GROW_STEP` times, keeping its pieces: a set's pieces go to sets of the
     /// new table that only its pieces can go to (the hash's next bits tell which), so none is
-    /// evicted, and the pool's tokens stay
-    /// where the slots point. (Starting over cost a round of misses, ~12 ms on the test corpus,
+    /// evicted, and the pool's tokens stay where the slots point. (Starting over cost a round of misses, ~12 ms on the test corpus,
     /// against ~3 ms to move 16 MiB.) Pieces whose set was computed with the old size, in a run
     /// already pending, miss in the new table: a miss is never a wrong answer.
     #[cold]
     fn grow(&mut self) {
-        let len = (self.sets.len() * GROW_STEP).min(HOT_SETS_MAX);
         self.mask = grow_to(
             &mut self.sets,
-            len,
+            HOT_SETS_MAX,
             |set| &mut set.0,
             |s, mask| (s.meta & 31 != 0).then(|| Self::hash(s.k0, s.k1) & mask),
         );
@@ -520,10 +518,9 @@ impl WideCache {
     /// Grows the table, keeping its pieces (see `HotCache::grow`).
     #[cold]
     fn grow(&mut self) {
-        let len = (self.sets.len() * GROW_STEP).min(WIDE_SETS_MAX);
         self.mask = grow_to(
             &mut self.sets,
-            len,
+            WIDE_SETS_MAX,
             |set| &mut set.0,
             |s, mask| {
                 let len = (s.meta & 63) as usize;
@@ -539,17 +536,18 @@ impl WideCache {
     }
 }
 
-/// Grows a two-way table to `len` sets (a power of two, larger), moving every slot in use to
-/// its set in the new table (`home(slot, mask)`: `None` for an empty slot), and returns the new
-/// mask. The slots of one old set can only go to new sets of that old set (those whose low hash
+/// Grows a two-way table `GROW_STEP` times, to at most `max` sets (powers of two), moving
+/// every slot in use to its set in the new table (`home(slot, mask)`: `None` for an empty
+/// slot), and returns the new mask. The slots of one old set can only go to new sets of that old set (those whose low hash
 /// bits match it), so none is evicted; the older slot of an old set comes second, so it stays
 /// second.
 fn grow_to<S: Zeroable, T: Copy>(
     sets: &mut HugeTable<S>,
-    len: usize,
+    max: usize,
     slots: impl Fn(&mut S) -> &mut [T; 2],
     home: impl Fn(&T, usize) -> Option<usize>,
 ) -> usize {
+    let len = (sets.len() * GROW_STEP).min(max);
     debug_assert!(len.is_power_of_two() && len > sets.len());
     let mut old = std::mem::replace(sets, HugeTable::zeroed(len));
     let mask = len - 1;
