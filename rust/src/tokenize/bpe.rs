@@ -18,6 +18,8 @@ use std::sync::{Arc, Weak};
 
 /// Words of at most this many symbols merge by scanning (see `Word::merge_short`).
 const SHORT_WORD: usize = 48;
+/// Words of at most this many symbols shift by fixed-length copies in `Word::merge_short`.
+const SHIFT: usize = 16;
 
 /// Pieces longer than this are not cached (HF uses the same bound).
 const CACHE_MAX_LEN: usize = 256;
@@ -920,10 +922,14 @@ impl Word {
     /// result is identical (`tests::short_and_heap_merges_agree` checks it); it is faster for the
     /// few symbols of a typical word.
     fn merge_short(&mut self, merges: &Merges) {
-        let mut ids = [0u32; SHORT_WORD];
-        let mut lens = [0u32; SHORT_WORD];
-        let mut ranks = [u32::MAX; SHORT_WORD];
-        let mut news = [0u32; SHORT_WORD];
+        // `SHIFT` spare slots past the word, so that a merge in a word of at most `SHIFT`
+        // symbols moves the rest left by copies of a fixed length (vector moves), not four
+        // `memmove` calls (those were 5% of a fresh tokenizer's first pass; the pass runs 4-5%
+        // faster, `encode_file` with `FRESH=1`, alternating builds).
+        let mut ids = [0u32; SHORT_WORD + SHIFT];
+        let mut lens = [0u32; SHORT_WORD + SHIFT];
+        let mut ranks = [u32::MAX; SHORT_WORD + SHIFT];
+        let mut news = [0u32; SHORT_WORD + SHIFT];
         let mut n = self.symbols.len();
         for (i, s) in self.symbols.iter().enumerate() {
             ids[i] = s.id;
@@ -947,10 +953,18 @@ impl Word {
             }
             ids[at] = news[at];
             lens[at] += lens[at + 1];
-            ids.copy_within(at + 2..n, at + 1);
-            lens.copy_within(at + 2..n, at + 1);
-            ranks.copy_within(at + 1..n - 1, at);
-            news.copy_within(at + 1..n - 1, at);
+            if n <= SHIFT {
+                // What lands past the word's end is never read: the scan stops at `n - 1`.
+                ids.copy_within(at + 2..at + 2 + SHIFT, at + 1);
+                lens.copy_within(at + 2..at + 2 + SHIFT, at + 1);
+                ranks.copy_within(at + 1..at + 1 + SHIFT, at);
+                news.copy_within(at + 1..at + 1 + SHIFT, at);
+            } else {
+                ids.copy_within(at + 2..n, at + 1);
+                lens.copy_within(at + 2..n, at + 1);
+                ranks.copy_within(at + 1..n - 1, at);
+                news.copy_within(at + 1..n - 1, at);
+            }
             n -= 1;
             if n < 2 {
                 break;
