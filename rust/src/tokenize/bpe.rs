@@ -824,6 +824,9 @@ struct Word {
     queue: Vec<Reverse<Candidate>>,
 }
 
+/// Candidates of the largest heap a thread's `Word` keeps for the next word (96 KiB).
+const QUEUE_KEEP: usize = 1 << 12;
+
 /// A pair queued in `Word::merge_heap`: ordered by rank, then position (`key`); the ids of
 /// its two symbols when queued, and the id they merge into.
 #[derive(Clone, Copy)]
@@ -849,8 +852,8 @@ impl Candidate {
     }
 }
 
-// Ordered by `key` alone: no two entries share one (a rank is one pair's, and the symbol at a
-// position only changes into longer tokens, so never back into the same pair).
+// Ordered by `key` alone: entries of one key hold one pair (a rank is one pair's), so which of
+// them pops first does not matter.
 impl PartialEq for Candidate {
     fn eq(&self, other: &Self) -> bool {
         self.key == other.key
@@ -915,12 +918,12 @@ impl Word {
     /// HF's algorithm: a heap of candidate pairs, lowest (rank, position) first, stale entries
     /// skipped. O(n log n), so long pieces ("a" * 1_000_000) stay linear-ish.
     ///
-    /// An entry keeps the two ids it was queued for, so a stale one is told by the symbols
-    /// alone (HF looks the pair up again): a live symbol's id changes whenever it merges (the
-    /// merged token is longer, so a new id), and its right neighbour changes only then or when
-    /// that neighbour merges. The merge table's probes are most of a first pass's time, and
-    /// that one was a third of a long piece's (a fresh tokenizer's first pass over the 29 MB
-    /// corpus, where two-fifths of the distinct bytes are in pieces this long).
+    /// An entry keeps the pair it was queued for, and is stale when its position now holds
+    /// another: told by the two ids, where HF looks the current pair up again and compares the
+    /// merged ids (the same test: a symbol only grows, so its position never holds another pair
+    /// that makes the same token). The merge table's probes are most of a first pass's time,
+    /// and that one was a third of a long piece's (a fresh tokenizer's first pass over the 29
+    /// MB corpus, where two-fifths of the distinct bytes are in pieces this long).
     fn merge_heap(&mut self, merges: &Merges) {
         let n = self.symbols.len();
         if n < 2 {
@@ -969,7 +972,11 @@ impl Word {
                 }
             }
         }
-        self.queue = heap.into_vec();
+        let queue = heap.into_vec();
+        // A pathological piece's heap ("a" * 1_000_000: 24 MB) is not kept by the thread.
+        if queue.capacity() <= QUEUE_KEEP {
+            self.queue = queue;
+        }
     }
 
     /// Short words: scan for the lowest (rank, position) pair instead of keeping a heap. It makes
@@ -1124,6 +1131,28 @@ mod tests {
                 heap.emit(&mut x);
                 w.emit(&mut y);
                 assert_eq!(x, y, "word {:?}", String::from_utf8_lossy(&word));
+            }
+        }
+    }
+
+    #[test]
+    fn a_long_words_heap_is_not_kept() {
+        let bpe = toy();
+        let mut word = Word::default();
+        for n in [100, QUEUE_KEEP * 2] {
+            word.symbols.clear();
+            for _ in 0..n {
+                word.add(bpe.byte_ids[b'a' as usize].unwrap(), 1);
+                word.add(bpe.byte_ids[b'b' as usize].unwrap(), 1);
+            }
+            word.merge_heap(&bpe.merges);
+            let mut out = vec![];
+            word.emit(&mut out);
+            assert_eq!(out, vec![(3, 2); n], "every \"ab\" merged");
+            if n == 100 {
+                assert!(word.queue.capacity() >= 100, "a short heap is kept");
+            } else {
+                assert_eq!(word.queue.capacity(), 0, "a long heap is let go");
             }
         }
     }

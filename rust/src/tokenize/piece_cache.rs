@@ -42,14 +42,15 @@ pub(crate) struct Pending {
 }
 
 /// Sets of the hot cache when a thread first puts a piece into it: 8192 sets of 64 bytes
-/// (512 KiB). It grows by its load (see `GROW_LOAD`, `GROW_STEP`) up to `HOT_SETS_MAX`: the 5 MB test corpus
-/// (~60k distinct short pieces) takes it there within its first round, while a process that
-/// encodes a few short texts keeps a small table. From 8192 sets, steps of 8 reach the largest
-/// size in two (4096 took three, through a 16 MiB table that was zeroed and filled only to be
-/// left: a fresh tokenizer's first pass over the 5 MB corpus runs 4% faster, `encode_file`
-/// with `FRESH=1`, alternating builds; the 29 MB corpus's and later rounds unchanged). It started at 16 MiB on 2 MiB pages before,
-/// and a fresh process's first calls paid the first touch of each of its pages (~0.1 ms each,
-/// and some took 5-15 ms while the kernel gathered a huge page).
+/// (512 KiB). It grows by its load (see `GROW_LOAD`, `GROW_STEP`) up to `HOT_SETS_MAX`: the
+/// 5 MB test corpus (~60k distinct short pieces) takes it there within its first round, while
+/// a process that encodes a few short texts keeps a small table. From 8192 sets, steps of 8
+/// reach the largest size in two (4096 took three, through a 16 MiB table that was zeroed and
+/// filled only to be left: a fresh tokenizer's first pass over the 5 MB corpus runs 4% faster,
+/// `encode_file` with `FRESH=1`, alternating builds; the 29 MB corpus's and later rounds
+/// unchanged). It started at 16 MiB on 2 MiB pages before, and a fresh process's first calls
+/// paid the first touch of each of its pages (~0.1 ms each, and some took 5-15 ms while the
+/// kernel gathered a huge page).
 ///
 /// How large it must be: with 65536 sets, 29k of the test corpus's 920k short pieces a round
 /// missed (conflicts), with 131072 about 5k; each miss goes on to the full cache and the
