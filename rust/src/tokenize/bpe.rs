@@ -6,6 +6,7 @@
 //! are cached per thread (like HF's per-thread cache) keyed by the piece's bytes.
 use super::bytelevel::{decode_token_into, BYTE_CHAR};
 use super::bytesmap::{self, BytesMap};
+use super::load_thread::side_by_side;
 pub(crate) use super::piece_cache::Pending;
 use super::piece_cache::{wide_key, wide_key_at, HotCache, WideCache, HOT_TOKENS_MAX, WIDE_LEN};
 use crate::error::TokenizeError;
@@ -250,21 +251,12 @@ impl Bpe {
     ) -> Result<Self, TokenizeError> {
         // The byte-level table on a thread of its own while this one reads the merges (each
         // ~20% of a large vocabulary's load; cl100k: 90-120 ms in all).
-        let (merge_map, bytes_vocab) = if vocab.len() >= PARALLEL_LOAD_MIN {
-            std::thread::scope(|s| {
-                let bytes = std::thread::Builder::new()
-                    .name("fastprep-load".into())
-                    .spawn_scoped(s, || bytes_vocab_of(&vocab));
-                let merges = merge_map_of(&vocab, merges, &opts);
-                let bytes = match bytes {
-                    Ok(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
-                    Err(_) => bytes_vocab_of(&vocab),
-                };
-                merges.map(|m| (m, bytes))
-            })?
-        } else {
-            (merge_map_of(&vocab, merges, &opts)?, bytes_vocab_of(&vocab))
-        };
+        let (bytes_vocab, merge_map) = side_by_side(
+            vocab.len() >= PARALLEL_LOAD_MIN,
+            || bytes_vocab_of(&vocab),
+            || merge_map_of(&vocab, merges, &opts),
+        );
+        let merge_map = merge_map?;
         let unk_id = match &opts.unk_token {
             Some(t) => vocab.get(t).copied(),
             None => None,

@@ -5,6 +5,7 @@
 //! the tokenizer itself), and a third of the load's time. Every other section, and any
 //! vocabulary or merges of a shape these readers do not take, still go through a `Value`, so
 //! what is accepted and the errors for what is not stay `config`'s.
+use super::load_thread::side_by_side;
 use crate::error::TokenizeError;
 use rustc_hash::FxHashMap;
 use serde::de::{Deserializer, MapAccess, SeqAccess, Visitor};
@@ -69,24 +70,11 @@ impl ModelSection {
         // The two each took ~13% of a large vocabulary's load.
         let large =
             |raw: Option<&RawValue>| raw.is_some_and(|r| r.get().len() >= PARALLEL_READ_MIN);
-        (out.vocab, out.merges) = if large(vocab) && large(merges) {
-            std::thread::scope(|s| {
-                // The vocabulary on the other thread: it is kept, while the merges' strings are
-                // freed after the build, and freed into this thread's heap they go back to the
-                // system (the other way round the load's RSS was +5 MB).
-                let other = std::thread::Builder::new()
-                    .name("fastprep-load".into())
-                    .spawn_scoped(s, read_vocab);
-                let m = read_merges();
-                let v = match other {
-                    Ok(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
-                    Err(_) => read_vocab(),
-                };
-                (v, m)
-            })
-        } else {
-            (read_vocab(), read_merges())
-        };
+        // The vocabulary on the other thread: it is kept, while the merges' strings are freed
+        // after the build, and freed into this thread's heap they go back to the system (the
+        // other way round the load's RSS was +5 MB).
+        (out.vocab, out.merges) =
+            side_by_side(large(vocab) && large(merges), read_vocab, read_merges);
         // Shapes the readers do not take go to `config` as values, which explains them.
         if let (Some(raw), None) = (vocab, &out.vocab) {
             out.fields

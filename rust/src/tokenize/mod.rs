@@ -15,6 +15,7 @@ pub mod encoding;
 pub mod fastsplit;
 mod huge_table;
 mod json_sections;
+mod load_thread;
 mod long_text;
 pub mod model;
 pub mod normalize;
