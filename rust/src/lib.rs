@@ -2,7 +2,7 @@
 //! build on it. Everything here is plain Rust; the PyO3 bindings live in `py/` behind the `python`
 //! feature, so `cargo test` exercises the core with no Python involved.
 
-pub mod build;
+pub mod build_info;
 pub mod error;
 pub mod image;
 pub mod pool;

@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 #[pyo3(name = "_core")]
 fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("build_profile", crate::build::PROFILE)?;
+    m.add("build_profile", crate::build_info::PROFILE)?;
     m.add_class::<pool::PyBlockPool>()?;
     m.add_class::<pool::PyBlock>()?;
     m.add_class::<tokenize::PyTokenizer>()?;
