@@ -50,7 +50,7 @@ def _set(size: str, kind: str) -> list[bytes]:
         buf = io.BytesIO()
         Image.fromarray(img).save(buf, "PNG", compress_level=6)
         return [buf.getvalue()]
-    # baseline and progressive, 4:2:0 and 4:4:4, as the 1080p set
+    # baseline and progressive, 4:2:0 and 4:4:4, the set the image goals are stated on
     return [
         data.jpeg(img, quality=90, subsampling=2),
         data.jpeg(img, quality=90, subsampling=0),

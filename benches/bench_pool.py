@@ -2,7 +2,7 @@
 
     .venv/bin/pytest benches/bench_pool.py --benchmark-group-by=param:size
 
-Goals (issue 2): <= 300 ns for the pool, and faster than numpy.empty from 64 KiB up.
+Goals: <= 300 ns for the pool, and faster than numpy.empty from 64 KiB up.
 """
 
 import numpy as np

@@ -4,7 +4,7 @@ through fresh numpy allocations, recording start, after-warm-up, peak and final 
     .venv/bin/pytest benches/bench_pool_soak.py -s            # 1M cycles each
     FASTPREP_SOAK_CYCLES=200000 .venv/bin/pytest benches/bench_pool_soak.py -s
 
-Goal (issue 2): the pool's RSS stays flat after warm-up (<= 1% growth). With --benchmark-disable
+Goal: the pool's RSS stays flat after warm-up (<= 1% growth). With --benchmark-disable
 (the test command) it runs a short soak as a smoke test, asserting the same.
 """
 

@@ -146,7 +146,7 @@ def batch(rounds: int) -> None:
 
 
 def pipeline(rounds: int, size: str = "1080p") -> None:
-    """Issue 5's goals, side by side: exact vs Pillow's pipeline, draft vs the fastest draft peer,
+    """The image goals, side by side: exact vs Pillow's pipeline, draft vs the fastest draft peer,
     and each fastprep pipeline against the fastest decode alone of the same mode."""
     from benches.bench_image import DECODERS, PIPELINES
 

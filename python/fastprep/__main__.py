@@ -14,7 +14,7 @@ import argparse
 import json
 import sys
 
-from . import BlockPool, _demo_image, _demo_tokenizer, build_info
+from . import BlockPool, _demo_figures, _demo_image, _demo_tokenizer, build_info
 from ._soak import alloc_latency_ns, soak
 
 MiB = 1024 * 1024
@@ -34,7 +34,11 @@ def demo(cycles: int, as_json: bool) -> int:
         )
         if info["build_profile"] != "release":
             print("warning: this is a debug build; figures below are not representative")
-        print("\n1. Take + return one buffer from Python (ns per cycle, P50 / P95 / P99)")
+    figures = _demo_figures.run()
+    report["figures"] = figures
+    if not as_json:
+        _demo_figures.print_report(figures)
+        print("\n2. Take + return one buffer from Python (ns per cycle, P50 / P95 / P99)")
         print(f"   {'size':>8}  {'BlockPool':>22}  {'numpy.empty':>22}  {'bytearray':>22}  pool speedup")
     latency = {}
     for size in (1024, 64 * 1024, MiB, 16 * MiB):
@@ -48,7 +52,7 @@ def demo(cycles: int, as_json: bool) -> int:
 
     if not as_json:
         print(
-            f"\n2. Soak: {cycles:,} buffers of 150 KB - 6 MB (log-uniform), 8 held at once, one byte written per page"
+            f"\n3. Soak: {cycles:,} buffers of 150 KB - 6 MB (log-uniform), 8 held at once, one byte written per page"
         )
     soaks = {}
     for impl in ("numpy", "pool"):

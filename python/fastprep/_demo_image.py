@@ -101,7 +101,7 @@ def run(rounds: int = 5) -> dict[str, Any]:
 
 def print_report(r: dict[str, Any]) -> None:
     print(
-        f"\n4. Images: {len(r['images'])} files ({', '.join(r['images'])}) x {r['rounds']} rounds"
+        f"\n5. Images: {len(r['images'])} files ({', '.join(r['images'])}) x {r['rounds']} rounds"
         " -> 224x224 float32 NCHW (resize 256 bilinear, center crop, ImageNet normalize)"
     )
     print(f"   {'stage (1 thread)':<16} {'P50':>8} {'P95':>8} {'P99':>8}   ms per image")

@@ -75,7 +75,7 @@ def run() -> dict[str, Any]:
 
 
 def print_report(r: dict[str, Any]) -> None:
-    print("\n3. Tokenizer: cl100k_base on the bundled text sample")
+    print("\n4. Tokenizer: cl100k_base on the bundled text sample")
     if "skipped" in r:
         print(f"   skipped: {r['skipped']}")
         return
