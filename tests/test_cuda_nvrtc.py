@@ -38,7 +38,7 @@ def _variants(name: str) -> list[dict[str, int]]:
         return out
     if name == "normalize.cu":
         return [{"OUT_DTYPE": d, "OUT_NCHW": nchw, "CHANNELS": c} for d in (1, 2) for nchw in (0, 1) for c in (1, 3, 4)]
-    if name == "jpeg_idct.cu":
+    if name in ("jpeg_idct.cu", "jpeg_entropy.cu"):
         return [{}]  # no preamble: every scale and upsampler is chosen per plane at run time
     raise AssertionError(f"no compile variants listed for {name}: add them here")
 
@@ -71,6 +71,15 @@ def test_every_kernel_compiles_with_nvrtc(name):
         "resize.cu": [b"resize_horizontal", b"resize_vertical"],
         "normalize.cu": [b"crop_normalize_u8"],
         "jpeg_idct.cu": [b"jpeg_idct", b"jpeg_color"],
+        "jpeg_entropy.cu": [
+            b"jpeg_unstuff_count",
+            b"jpeg_tile_offsets",
+            b"jpeg_unstuff_write",
+            b"jpeg_chunk_layout",
+            b"jpeg_sync",
+            b"jpeg_chunk_scan",
+            b"jpeg_write",
+        ],
     }[name]
     for arch in ARCHS:
         for defines in _variants(name):

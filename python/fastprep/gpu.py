@@ -52,7 +52,13 @@ class Backend(Protocol):
     def asarray(self, obj: Any) -> Any: ...
 
     def launch(
-        self, source: str, defines: dict[str, int], kernel: str, grid: tuple[int, int, int], args: tuple[Any, ...]
+        self,
+        source: str,
+        defines: dict[str, int],
+        kernel: str,
+        grid: tuple[int, int, int],
+        args: tuple[Any, ...],
+        block: tuple[int, int, int] = ...,
     ) -> None: ...
 
 
@@ -577,7 +583,13 @@ class CupyBackend:
         return int(self.xp.cuda.Device().id)
 
     def launch(
-        self, source: str, defines: dict[str, int], kernel: str, grid: tuple[int, int, int], args: tuple[Any, ...]
+        self,
+        source: str,
+        defines: dict[str, int],
+        kernel: str,
+        grid: tuple[int, int, int],
+        args: tuple[Any, ...],
+        block: tuple[int, int, int] = BLOCK,
     ) -> None:
         cupy = self.xp
         key = (cupy.cuda.Device().id, source, tuple(sorted(defines.items())), kernel)
@@ -591,14 +603,14 @@ class CupyBackend:
                     self._modules[key[:3]] = module
                 fn = module.get_function(kernel)
                 max_threads = fn.max_threads_per_block
-                if BLOCK[0] * BLOCK[1] * BLOCK[2] > max_threads:
+                if block[0] * block[1] * block[2] > max_threads:
                     raise RuntimeError(
-                        f"{kernel} allows {max_threads} threads per block on this device, fewer than {BLOCK}"
+                        f"{kernel} allows {max_threads} threads per block on this device, fewer than {block}"
                     )
                 self._modules[key] = fn
         if grid[2] > 65535:
             raise ValueError(f"a batch of {grid[2]} images is over CUDA's 65535 grid z limit; split it")
-        fn(grid, BLOCK, args)
+        fn(grid, block, args)
 
 
 _BACKEND: CupyBackend | None = None

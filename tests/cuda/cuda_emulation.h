@@ -31,7 +31,9 @@ static thread_local dim3 blockDim, gridDim;
 #define __forceinline__ inline
 #define __restrict__ __restrict
 #define __shared__ static
+#define __constant__ static const
 
+#ifndef EMU_FIBERS
 static thread_local std::jmp_buf emu_cut;
 static thread_local int emu_phase = 0;     // the barrier at which this phase cuts threads off
 static thread_local int emu_barriers = 0;  // barriers the running thread has reached
@@ -75,3 +77,31 @@ void emu_launch(dim3 grid, dim3 block, F&& kernel) {
                 }
             }
 }
+#endif  // EMU_FIBERS
+
+// Atomics and fences. The emulation runs one CUDA thread at a time and switches only at the
+// points named below (barriers, warp operations, __nanosleep), so a plain read-modify-write is
+// atomic here.
+template <typename T>
+inline T atomicAdd(T* p, T v) {
+    T old = *p;
+    *p = old + v;
+    return old;
+}
+template <typename T>
+inline T atomicOr(T* p, T v) {
+    T old = *p;
+    *p = old | v;
+    return old;
+}
+template <typename T>
+inline T atomicMax(T* p, T v) {
+    T old = *p;
+    *p = old > v ? old : v;
+    return old;
+}
+inline void __threadfence() {}
+
+#ifdef EMU_FIBERS
+#include "cuda_emulation_fibers.h"
+#endif
