@@ -207,7 +207,7 @@ def test_damaged_scans_are_flagged_or_decode_as_libjpeg_turbo_does():
     sos = good.index(b"\xff\xda")
     short = good[: sos + (len(good) - sos) // 2] + b"\xff\xd9"
     cut_short.append(short)
-    blobs += cut_short + [good]
+    blobs += [*cut_short, good]
     got, status = gpu_coefficients(blobs)
     flagged = 0
     for k, (blob, g, st) in enumerate(zip(blobs, got, status, strict=True)):

@@ -19,6 +19,16 @@ from fastprep import _core, gpu
 from . import image_data as data
 from .cuda_emu import EmuBackend
 
+ENTROPY = [
+    "jpeg_unstuff_count",
+    "jpeg_tile_offsets",
+    "jpeg_unstuff_write",
+    "jpeg_chunk_layout",
+    "jpeg_sync",
+    "jpeg_chunk_scan",
+    "jpeg_write",
+]
+
 
 def gpu_decode(blobs: list[bytes], denom: int = 1, be: EmuBackend | None = None) -> list[np.ndarray]:
     """Decode through the GPU path: layouts and coefficients from Rust, kernels emulated."""
@@ -164,8 +174,41 @@ def test_gpu_preprocess_decodes_jpegs_on_the_gpu_and_equals_the_cpu_pipeline(dra
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
     kernels = [k for k, _, _ in be.launches]
-    assert kernels[:2] == ["jpeg_idct", "jpeg_color"], kernels
-    assert be.launches[1][2][2] == 8  # every JPEG but the CMYK one decoded by the kernels
+    # the baseline JPEGs entropy-decoded by the GPU in one pass, then the DCT stages for all
+    assert kernels[: len(ENTROPY) + 2] == [*ENTROPY, "jpeg_idct", "jpeg_color"], kernels
+    assert be.launches[len(ENTROPY) + 1][2][2] == 8  # every JPEG but the CMYK one decoded by the kernels
+
+
+def test_gpu_preprocess_with_cpu_entropy_decoding_equals_the_cpu_pipeline():
+    from fastprep.gpu import gpu_preprocess
+
+    v = data.jpeg_variants()
+    blobs = [v[k] for k in ("china-q75-420", "flower-prog-422", "grace_hopper-gray", "china-odd-420")]
+    be = EmuBackend()
+    got = gpu_preprocess(blobs, entropy="cpu", backend=be)
+    np.testing.assert_array_equal(got, fastprep.preprocess(blobs))
+    assert [k for k, _, _ in be.launches][:2] == ["jpeg_idct", "jpeg_color"]
+    with pytest.raises(ValueError, match="entropy"):
+        gpu_preprocess(blobs, entropy="nvjpeg", backend=be)  # type: ignore[arg-type]
+
+
+def test_damaged_scans_fall_back_to_the_cpu_decoder_with_their_index():
+    # A scan the GPU flags goes to libjpeg-turbo on the CPU: a file it refuses raises a
+    # DecodeError naming its index (or is skipped), the others are decoded on the GPU.
+    from fastprep.gpu import gpu_preprocess
+
+    good = data.jpeg(data.photos()["china.jpg"][:120, :160], quality=90)
+    sos = good.index(b"\xff\xda")
+    short = good[: sos + (len(good) - sos) // 2] + b"\xff\xd9"  # the scan ends early, EOI kept
+    blobs = [good, short, good]
+    be = EmuBackend()
+    batch, ok = gpu_preprocess(blobs, crop=96, resize_shorter=100, on_error="skip", backend=be)
+    want, want_ok = fastprep.preprocess(blobs, crop=96, resize_shorter=100, on_error="skip")
+    assert ok.tolist() == want_ok.tolist() == [True, False, True]
+    np.testing.assert_array_equal(batch, want)
+    assert "jpeg_write" in [k for k, _, _ in be.launches]
+    with pytest.raises(fastprep.DecodeError, match="image 1"):
+        gpu_preprocess(blobs, crop=96, resize_shorter=100, backend=be)
 
 
 def test_gpu_preprocess_draft_uses_the_scaled_idcts():
@@ -341,7 +384,7 @@ def test_coefficients_go_up_chunk_by_chunk_and_refused_files_still_decode(monkey
 
     monkeypatch.setattr(gpu, "_core", Refusing())
     be = _UploadRecorder()
-    got = gpu.gpu_preprocess(blobs, num_threads=1, backend=be)
+    got = gpu.gpu_preprocess(blobs, num_threads=1, entropy="cpu", backend=be)
     np.testing.assert_array_equal(got, fastprep.preprocess(blobs))
     coef = be.uploads[:4]
     assert coef[0][0] == 0 and all(a[1] == b[0] for a, b in itertools.pairwise(coef)), be.uploads

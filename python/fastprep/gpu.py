@@ -28,6 +28,7 @@ from typing import Any, Literal, NamedTuple, Protocol
 
 from . import _core
 from .errors import DecodeError, DeviceUnavailableError
+from .gpu_entropy import ScanPlan, decode_scans, parse_scan, plan_batch
 from .image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _limit, decode_batch
 from .kernels import kernel_source
 
@@ -797,19 +798,25 @@ def gpu_preprocess(
     on_error: Literal["raise", "skip"] = "raise",
     max_pixels: int | None = MAX_IMAGE_PIXELS,
     apply_exif_orientation: bool = True,
+    entropy: Literal["gpu", "cpu"] = "gpu",
     backend: Backend | None = None,
 ) -> Any:
     """``preprocess(..., device="cuda")``: the same batch as the CPU pipeline, made on the GPU.
 
-    JPEGs (gray and YCbCr, every sampling) are entropy-decoded on the CPU by libjpeg-turbo (Rust,
-    in parallel, GIL released) into one staging buffer of quantized DCT coefficients (pinned, from
-    a fastprep BlockPool, with CuPy), copied to the GPU once per batch; CUDA kernels then do the
-    dequantization and IDCT (the scaled 1/2, 1/4, 1/8 IDCTs with ``draft=True``, as the CPU
-    pipeline's draft mode), chroma upsampling, YCbCr to RGB and EXIF orientation, and resize
-    (only the crop window), crop and normalize write the batch in place. The pixels equal the
-    CPU pipeline's: the kernels follow libjpeg-turbo's ISLOW IDCT and fancy upsampling exactly.
-    Other files (PNG, CMYK JPEGs) are decoded on the CPU and travel in the same upload. Nothing
-    returns to the host. Returns a CuPy array, and with ``on_error="skip"`` an ``ok`` mask too.
+    Baseline JPEGs (gray and YCbCr, every sampling, restart intervals, Motion-JPEG frames without
+    tables) go up compressed: only their scans (from a pinned BlockPool block, with CuPy) and their
+    Huffman tables, and CUDA kernels entropy-decode them (``cuda/jpeg_entropy.cu``), a whole batch in
+    one pass. Other JPEGs the kernels decode (progressive, arithmetic) are entropy-decoded on the
+    CPU by libjpeg-turbo (Rust threads, GIL released) and their coefficients go up instead
+    (``entropy="cpu"`` does that for every JPEG). Kernels then do the dequantization and IDCT (the
+    scaled 1/2, 1/4, 1/8 IDCTs with ``draft=True``, as the CPU pipeline's draft mode), chroma
+    upsampling, YCbCr to RGB and EXIF orientation, and resize (only the crop window), crop and
+    normalize write the batch in place. The coefficients equal libjpeg-turbo's and the kernels follow
+    its ISLOW IDCT and fancy upsampling exactly, so the pixels equal the CPU pipeline's. A scan the
+    GPU finds damaged is decoded on the CPU, where libjpeg-turbo decides (a ``DecodeError`` for that
+    image, or its repair). Other files (PNG, CMYK JPEGs) are decoded on the CPU and travel in the
+    same upload. What comes back to the host is one status word per GPU-decoded scan; the batch
+    stays on the device. Returns a CuPy array, and with ``on_error="skip"`` an ``ok`` mask too.
     """
     import numpy as np
 
@@ -827,6 +834,8 @@ def gpu_preprocess(
         raise ValueError(f"dtype must be float32, float16 or uint8 and layout NCHW or NHWC, got {dtype!r}, {layout!r}")
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
+    if entropy not in ("gpu", "cpu"):
+        raise ValueError(f"entropy must be 'gpu' or 'cpu', got {entropy!r}")
     blobs = [_as_bytes(d, i) for i, d in enumerate(images)]
     n = len(blobs)
     limit = _limit(max_pixels)
@@ -839,25 +848,46 @@ def gpu_preprocess(
             plan = plan_jpeg(lay, denom)
             if plan is not None:
                 plans[i] = plan
+    # Baseline JPEGs are entropy-decoded on the GPU from their compressed scans; the others the
+    # kernels decode (progressive, arithmetic, ...) are entropy-decoded by libjpeg-turbo on the CPU.
+    scans: dict[int, ScanPlan] = {}
+    if entropy == "gpu":
+        for i in plans:
+            lay = layouts[i]
+            assert isinstance(lay, dict)
+            sp = parse_scan(blobs[i], lay)
+            if sp is not None:
+                scans[i] = sp
+    # The coefficient region: the CPU-entropy JPEGs' first (uploaded), then the GPU-entropy ones'
+    # (zeroed and written on the device).
+    cpu_jpeg = [i for i in plans if i not in scans]
     coef_offsets: dict[int, int] = {}
     coef_bytes = 0
-    for i, plan in plans.items():
+    for i in [*cpu_jpeg, *scans]:
         coef_offsets[i] = coef_bytes
-        coef_bytes += _align(2 * plan.coefficients)
-    # The CPU decodes go first: the staging buffer holds the coefficients, then their pixels.
+        coef_bytes += _align(2 * plans[i].coefficients)
+    gpu_coefs = coef_offsets[next(iter(scans))] if scans else coef_bytes
+    scan_idx = list(scans)
+    batch = None
+    if scans:
+        lays = [lay for i in scan_idx if isinstance(lay := layouts[i], dict)]
+        batch = plan_batch([scans[i] for i in scan_idx], lays, [coef_offsets[i] // 2 for i in scan_idx])
+    # The staging buffer: CPU coefficients, the compressed scans, then CPU-decoded pixels.
+    scan_at = coef_bytes
+    staged = scan_at + (_align(batch.nbytes) if batch else 0)
+    # The CPU decodes go first.
     cpu_idx = [i for i in range(n) if i not in plans]
     decoded = _cpu_decode(
         blobs, cpu_idx, layouts, draft, resize_shorter, size, limit, apply_exif_orientation, num_threads
     )
     pix_offsets: dict[int, int] = {}
-    staged = coef_bytes
     for i, a in decoded.items():
         if a is not None:
             pix_offsets[i] = staged
             staged += _align(a.size)
     host, release = _staging(be, staged)
-    # The device buffer: the uploaded part (coefficients, then CPU-decoded pixels), then each
-    # decoded JPEG's RGB image (a file the coefficient reader refuses below leaves a hole).
+    # The device buffer: the uploaded part (coefficients, scans, then CPU-decoded pixels), then
+    # each decoded JPEG's RGB image (a file refused below leaves a hole).
     rgb_offsets: dict[int, int] = {}
     off = staged
     for i, plan in plans.items():
@@ -865,35 +895,58 @@ def gpu_preprocess(
         off += _align(plan.width * plan.height * 3)
     flat = xp.empty(max(off, 1), dtype="uint8")
     late: dict[int, Any] = {}
-    if plans:
+    status = None
+    if batch is not None:
+        # Only the compressed scans go up: the GPU unstuffs and decodes them into coefficients
+        # while the CPU entropy-decodes the other JPEGs below.
+        for i, at in zip(scan_idx, batch.src_offsets, strict=True):
+            sp = scans[i]
+            host[scan_at + at : scan_at + at + sp.end - sp.start] = memoryview(blobs[i])[sp.start : sp.end]
+        _upload(be, flat, host, scan_at, scan_at + batch.nbytes)
+        flat[gpu_coefs:coef_bytes] = 0
+        coefs_all = flat[:coef_bytes].view(xp.int16)
+        status = decode_scans(be, flat[scan_at : scan_at + batch.nbytes], batch, coefs_all)
+    refused: list[int] = []
+    if cpu_jpeg:
         # Entropy decoding in a few chunks, each chunk's coefficients copied to the device
         # (asynchronously, from pinned memory) while the CPU decodes the next one.
-        jpeg_idx = list(plans)
         threads = num_threads or os.cpu_count() or 1
-        chunks = max(1, min(4, len(jpeg_idx) // threads))
-        step = -(-len(jpeg_idx) // chunks)
+        chunks = max(1, min(4, len(cpu_jpeg) // threads))
+        step = -(-len(cpu_jpeg) // chunks)
         errors: list[Any] = []
-        for lo in range(0, len(jpeg_idx), step):
-            part = jpeg_idx[lo : lo + step]
+        for lo in range(0, len(cpu_jpeg), step):
+            part = cpu_jpeg[lo : lo + step]
             errors += _core.jpeg_coefficients_into(
                 [blobs[i] for i in part], [coef_offsets[i] for i in part], host, num_threads
             )
             end = coef_offsets[part[-1]] + _align(2 * plans[part[-1]].coefficients)
             _upload(be, flat, host, coef_offsets[part[0]], end)
-        refused = [i for i, e in zip(jpeg_idx, errors, strict=True) if e is not None]
-        for i in refused:  # the CPU decoder has the last word on a file the coefficient reader refused
+        refused = [i for i, e in zip(cpu_jpeg, errors, strict=True) if e is not None]
+    if status is not None:
+        # The one read-back of the path: a status word per GPU-decoded scan. A scan the kernels
+        # flag (damaged, or what they do not decode as libjpeg-turbo does) goes to the CPU.
+        import numpy as np
+
+        flags = getattr(xp, "asnumpy", np.asarray)(status)
+        refused += [i for k, i in enumerate(scan_idx) if flags[k]]
+    if refused:
+        for i in refused:  # the CPU decoder has the last word on a file refused here
             del plans[i]
         late = _cpu_decode(blobs, refused, layouts, draft, resize_shorter, size, limit, apply_exif_orientation, 1)
         decoded.update(late)
     for i, at in pix_offsets.items():
         a = decoded[i]
         host[at : at + a.size] = a.reshape(-1)
-    _upload(be, flat, host, coef_bytes, staged)
+    _upload(be, flat, host, scan_at + (_align(batch.nbytes) if batch else 0), staged)
     release()  # the staging block goes back to its pool once the copies reading it are done
     ok_idx = sorted([*plans, *(i for i, a in decoded.items() if a is not None)])
     failed = [i for i in range(n) if i not in ok_idx]
     if failed and on_error == "raise":
-        decode_batch([blobs[i] for i in failed[:1]], max_pixels=max_pixels)  # raises with the reason
+        try:
+            decode_batch([blobs[failed[0]]], max_pixels=max_pixels)  # raises with the reason
+        except DecodeError as e:  # with the image's index in this batch, as the CPU pipeline says it
+            msg = str(e)[len(f"image {e.index}: ") :] if e.index is not None else str(e)
+            raise DecodeError(msg, failed[0], e.reason) from None
     # After them (rarely) the pixels of JPEGs only the CPU decoder could read.
     late_at = off
     for i, a in late.items():
