@@ -81,7 +81,8 @@
 #define ST_RESTART 2    // restart markers out of sequence or not as many as the interval implies
 #define ST_SHORT 4      // a segment ran out of data before its last block
 #define ST_BAD_CODE 8   // a bit pattern that is no code of the table
-#define ST_LAYOUT 16    // more chunks than reserved (cannot happen for a well-formed plan)
+#define ST_LAYOUT 16    // more chunks than reserved, or a look-back that waited too long (neither can
+                        // happen in a well-formed launch)
 
 // jpeg_natural_order of jutils.c: zigzag index -> natural (row-major) index. libjpeg pads it with
 // 16 entries of 63 so that a run past the block's end writes the last coefficient; so does this.
@@ -399,7 +400,7 @@ extern "C" __global__ void jpeg_sync(const unsigned char* __restrict__ bits, con
                                      const int* __restrict__ seg_start, const int* __restrict__ seg_chunk0,
                                      const int* __restrict__ chunk_seg, const int* __restrict__ block_img,
                                      int* ticket, int* done, long long* exits, long long* __restrict__ ch_pos,
-                                     int* __restrict__ ch_val) {
+                                     int* __restrict__ ch_val, int* __restrict__ status) {
     __shared__ int blk_shared;
     __shared__ long long exit_pos[SYNC_THREADS];
     __shared__ int exit_ctx[SYNC_THREADS];
@@ -429,7 +430,15 @@ extern "C" __global__ void jpeg_sync(const unsigned char* __restrict__ bits, con
         int prev_ctx = 0;
         if (round == 1 && tid == 0 && valid && !first) {
             // the previous block (same image, same segment) has published its last chunk's exit
-            while (atomicAdd(done + blk - 1, 0) == 0) __nanosleep(64);
+            // (bounded: a predecessor that never publishes, which a correct launch cannot give,
+            // flags the image for the CPU decoder instead of hanging the device)
+            for (long long spin = 0; atomicAdd(done + blk - 1, 0) == 0; ++spin) {
+                if (spin > (1LL << 24)) {
+                    atomicOr(status + n, ST_LAYOUT);
+                    break;
+                }
+                __nanosleep(64);
+            }
             __threadfence();
             prev_pos = ((volatile long long*)exits)[2 * (blk - 1)];
             prev_ctx = (int)((volatile long long*)exits)[2 * (blk - 1) + 1];

@@ -26,6 +26,8 @@ HARNESSES = {
     "normalize.cu": HERE / "normalize_harness.cpp",
     "jpeg_idct.cu": HERE / "jpeg_idct_harness.cpp",
     "jpeg_entropy.cu": HERE / "jpeg_entropy_harness.cpp",
+    # the emulation's own check (tests/test_cuda_emulation.py); its kernels live in tests/cuda/
+    "emulation_selftest.cu": HERE / "emulation_selftest_harness.cpp",
 }
 # Headers a harness may include besides the kernel: part of the build's cache key.
 HEADERS = ("cuda_emulation.h", "cuda_emulation_fibers.h")
@@ -38,7 +40,8 @@ _LIBS: dict[str, ctypes.CDLL] = {}
 def compile_emulated(name: str, defines: dict[str, int]) -> ctypes.CDLL:
     """The kernel file `name` (from cuda/) with its harness, built once per define set."""
     harness = HARNESSES[name]
-    src = (HERE.parent.parent / "cuda" / name).read_text()
+    src_path = HERE.parent.parent / "cuda" / name
+    src = (src_path if src_path.exists() else HERE / name).read_text()
     headers = "".join((HERE / h).read_text() for h in HEADERS)
     key_text = src + harness.read_text() + headers + repr(sorted(defines.items()))
     key = hashlib.sha256(key_text.encode()).hexdigest()[:16]

@@ -32,7 +32,7 @@ STATUS_NAMES = {
     2: "restart markers out of order",
     4: "the scan ends before its last block",
     8: "a bit pattern that is no Huffman code",
-    16: "a chunk layout overflow",
+    16: "a chunk layout overflow or a look-back that waited too long",
 }
 
 # The tables of JPEG Annex K.3 that libjpeg-turbo installs (jstdhuff.c) when a file has none, as
@@ -349,7 +349,7 @@ def decode_scans(backend: Any, src: Any, batch: EntropyBatch, coefs: Any) -> Any
     launch("jpeg_chunk_layout", per_image, (128, 1, 1), layout)
     common: tuple[Any, ...] = (bits, desc, tables, img_info, seg_start, seg_chunk0, chunk_seg, block_img)
     sb = (SYNC_THREADS, 1, 1)
-    launch("jpeg_sync", (n_blocks, 1, 1), sb, (*common, ticket, done, exits, ch_pos, ch_val))
+    launch("jpeg_sync", (n_blocks, 1, 1), sb, (*common, ticket, done, exits, ch_pos, ch_val, status))
     launch("jpeg_chunk_scan", (n, 1, 1), sb, (desc, chunk_seg, ch_val, status))
     launch("jpeg_write", (n_blocks, 1, 1), sb, (*common, ch_pos, ch_val, coefs, status))
     return status

@@ -39,10 +39,10 @@ extern "C" int launch_jpeg_sync(unsigned gx, unsigned gy, unsigned gz, unsigned 
                                 const u8* bits, const long long* desc, const int* tables, const long long* img_info,
                                 const int* seg_start, const int* seg_chunk0, const int* chunk_seg,
                                 const int* block_img, int* ticket, int* done, long long* exits, long long* ch_pos,
-                                int* ch_val) {
+                                int* ch_val, int* status) {
     return emu_launch({gx, gy, gz}, {bx, by, bz}, [&] {
         jpeg_sync(bits, desc, tables, img_info, seg_start, seg_chunk0, chunk_seg, block_img, ticket, done, exits,
-                  ch_pos, ch_val);
+                  ch_pos, ch_val, status);
     });
 }
 
