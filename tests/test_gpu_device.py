@@ -101,3 +101,54 @@ def test_preprocess_cuda_decodes_jpegs_on_the_gpu_equal_to_the_cpu(draft):
         got = fastprep.preprocess(blobs, device="cuda", draft=draft)
         assert isinstance(got, cupy.ndarray)
         np.testing.assert_array_equal(cupy.asnumpy(got), fastprep.preprocess(blobs, draft=draft))
+
+
+def test_gpu_entropy_coefficients_equal_libjpeg_turbos_on_the_device():
+    # The entropy kernels on real hardware (warps, the look-back between blocks in ticket order)
+    # against libjpeg-turbo's coefficients: every sampling, restart intervals, a 1080p scan.
+    import cupy
+
+    from fastprep import _core
+    from fastprep import gpu_entropy as ge
+
+    from . import image_data as data
+
+    v = data.jpeg_variants()
+    names = ["china-q75-420", "flower-q95-444", "grace_hopper-q50-422", "china-gray", "china-restart"]
+    names += ["flower-restart-rows", "china-odd-420", "china-1920x1080-420", "china-4032x3024-420"]
+    blobs = [v[k] for k in names]
+    layouts = _core.jpeg_layouts(blobs)
+    scans = [ge.parse_scan(b, lay) for b, lay in zip(blobs, layouts, strict=True)]  # type: ignore[arg-type]
+    assert all(s is not None for s in scans)
+    counts = [sum(c[3] * c[4] * 64 for c in lay["components"]) for lay in layouts]  # type: ignore[index]
+    offsets = [sum(counts[:i]) for i in range(len(counts))]
+    batch = ge.plan_batch(scans, layouts, offsets)  # type: ignore[arg-type]
+    src = np.zeros(batch.nbytes, np.uint8)
+    for sp, b, at in zip(scans, blobs, batch.src_offsets, strict=True):
+        assert sp is not None
+        src[at : at + sp.end - sp.start] = np.frombuffer(b, np.uint8, sp.end - sp.start, sp.start)
+    from fastprep.gpu import _backend
+
+    coefs = cupy.zeros(sum(counts), cupy.int16)
+    status = ge.decode_scans(_backend(), cupy.asarray(src), batch, coefs).get()
+    want = np.zeros(sum(counts), np.int16)
+    assert _core.jpeg_coefficients_into(blobs, [2 * o for o in offsets], want.view(np.uint8)) == [None] * len(blobs)
+    got = coefs.get()
+    for k, name in enumerate(names):
+        a, b = offsets[k], offsets[k] + counts[k]
+        assert status[k] == 0, f"{name}: status {status[k]}"
+        assert np.array_equal(got[a:b], want[a:b]), f"{name}: {np.count_nonzero(got[a:b] != want[a:b])} differ"
+
+
+def test_preprocess_cuda_with_gpu_and_cpu_entropy_decoding_equal_the_cpu_pipeline():
+    import cupy
+
+    from . import image_data as data
+
+    v = data.jpeg_variants()
+    blobs = [v[k] for k in ("china-q75-420", "flower-prog-422", "grace_hopper-gray", "china-restart")]
+    blobs += [v["china-1920x1080-420"], v["china-cmyk"], data.png_variants()["rgb8"]]
+    want = fastprep.preprocess(blobs)
+    for entropy in ("gpu", "cpu"):
+        got = fastprep.preprocess(blobs, device="cuda", entropy=entropy)
+        np.testing.assert_array_equal(cupy.asnumpy(got), want, err_msg=entropy)

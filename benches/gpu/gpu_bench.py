@@ -6,11 +6,14 @@
 - the resize kernels' effective memory bandwidth: bytes the passes must read and write (input,
   intermediate, output) over the GPU time, against the device's peak;
 - correctness first: the GPU result equals ``fastprep.resize`` on the CPU (max difference);
-- the JPEG path end to end, encoded bytes to a normalized 224x224 NCHW float32 batch:
-  ``fastprep.preprocess(device="cuda")`` (entropy decoding on CPU threads, IDCT onwards on the GPU;
-  also with ``draft=True``) against ``torchvision.io.decode_jpeg(device="cuda")`` (nvJPEG) +
-  resize + crop + normalize on the GPU, and against fastprep's CPU pipeline, with the max
-  difference of each from the CPU pipeline (fastprep's GPU path must be 0).
+- the JPEG path end to end (first, as it is the figure the run is for), encoded bytes to a
+  normalized 224x224 NCHW float32 batch of 64 1080p q90 JPEGs: ``fastprep.preprocess(device="cuda")``
+  with entropy decoding on the GPU (the default) and on the CPU (``entropy="cpu"``), against
+  ``torchvision.io.decode_jpeg(device="cuda")`` (nvJPEG) + resize + crop + normalize on the GPU and
+  fastprep's CPU pipeline: the GPU entropy decoder's coefficients against libjpeg-turbo's, the max
+  difference of each path from the CPU pipeline (fastprep's must be 0), time per batch, GPU time
+  per kernel, bytes sent to the device against the JPEG bytes, copies each way (CUPTI), and
+  latency P50/P95/P99 at batch sizes 1, 4, 16 and 64.
 
 GPU times are CUDA-event times of the median of repeated runs after warm-up.
 """
@@ -57,10 +60,10 @@ def _kernel_time(fn: Any, repeat: int = 20) -> float:
     spans: list[tuple[Any, Any]] = []
     launch = be.launch
 
-    def timed(*args: Any) -> None:
+    def timed(*args: Any, **kw: Any) -> None:
         start, end = cupy.cuda.Event(), cupy.cuda.Event()
         start.record()
-        launch(*args)
+        launch(*args, **kw)
         end.record()
         spans.append((start, end))
 
@@ -210,30 +213,169 @@ def _jpeg_stages(blobs: list[bytes]) -> dict[str, float]:
     return r
 
 
-def _jpeg_bench(n: int) -> dict[str, Any]:
+def _quantiles(times: list[float], n: int) -> dict[str, float]:
+    q = np.percentile(np.asarray(times), [50, 95, 99])
+    return {"p50_s": float(q[0]), "p95_s": float(q[1]), "p99_s": float(q[2]), "images_per_s": n / float(q[0])}
+
+
+def _latencies(fn: Any, repeat: int, sync: bool = True) -> list[float]:
+    """Wall times of fn() each to its result on the device (synchronised), after two warm-ups."""
+    import cupy
+
+    for _ in range(2):
+        fn()
+    cupy.cuda.Device().synchronize()
+    out = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        if sync:
+            cupy.cuda.Device().synchronize()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def _h2d_bytes(fn: Any) -> dict[str, int]:
+    """Bytes fastprep's CuPy backend sends to the device while fn() runs: the pinned uploads
+    (scans, coefficients, CPU-decoded pixels) and the small arrays (tables, descriptors)."""
+    be = gpu._backend()
+    count = {"uploads": 0, "small_arrays": 0}
+    up, asarray = be.upload, be.asarray
+
+    def counted_upload(dst: Any, host: Any, start: int, end: int) -> None:
+        count["uploads"] += end - start
+        up(dst, host, start, end)
+
+    def counted_asarray(obj: Any) -> Any:
+        if isinstance(obj, np.ndarray):
+            count["small_arrays"] += obj.nbytes
+        return asarray(obj)
+
+    be.upload = counted_upload  # type: ignore[method-assign]
+    be.asarray = counted_asarray  # type: ignore[method-assign]
+    try:
+        fn()
+    finally:
+        del be.upload, be.asarray
+    count["total"] = count["uploads"] + count["small_arrays"]
+    return count
+
+
+def _kernel_breakdown(fn: Any, repeat: int = 5) -> dict[str, float]:
+    """Median GPU time per kernel name over calls of fn() (CUDA events around each launch)."""
+    import cupy
+
+    be = gpu._backend()
+    spans: list[tuple[str, Any, Any]] = []
+    launch = be.launch
+
+    def timed(source: str, defines: Any, kernel: str, *args: Any, **kw: Any) -> None:
+        start, end = cupy.cuda.Event(), cupy.cuda.Event()
+        start.record()
+        launch(source, defines, kernel, *args, **kw)
+        end.record()
+        spans.append((kernel, start, end))
+
+    be.launch = timed  # type: ignore[method-assign]
+    try:
+        fn()
+        per: dict[str, list[float]] = {}
+        for _ in range(repeat):
+            spans.clear()
+            fn()
+            spans[-1][2].synchronize()
+            sums: dict[str, float] = {}
+            for k, a, b in spans:
+                sums[k] = sums.get(k, 0.0) + cupy.cuda.get_elapsed_time(a, b) / 1e3
+            for k, v in sums.items():
+                per.setdefault(k, []).append(v)
+    finally:
+        del be.launch
+    return {k: statistics.median(v) for k, v in per.items()}
+
+
+def _device_coefficients_check(blobs: list[bytes]) -> dict[str, Any]:
+    """The GPU entropy decoder's coefficients against libjpeg-turbo's for every blob."""
+    import cupy
+
+    from fastprep import _core
+    from fastprep import gpu_entropy as ge
+
+    layouts = _core.jpeg_layouts(blobs)
+    scans = [ge.parse_scan(b, lay) for b, lay in zip(blobs, layouts, strict=True)]  # type: ignore[arg-type]
+    if any(s is None for s in scans):
+        return {"error": "a benchmark JPEG has no GPU scan plan"}
+    counts = [sum(c[3] * c[4] * 64 for c in lay["components"]) for lay in layouts]  # type: ignore[index]
+    offsets = [sum(counts[:i]) for i in range(len(counts))]
+    batch = ge.plan_batch(scans, layouts, offsets)  # type: ignore[arg-type]
+    src = np.zeros(batch.nbytes, np.uint8)
+    for sp, b, at in zip(scans, blobs, batch.src_offsets, strict=True):
+        assert sp is not None
+        src[at : at + sp.end - sp.start] = np.frombuffer(b, np.uint8, sp.end - sp.start, sp.start)
+    coefs = cupy.zeros(sum(counts), cupy.int16)
+    status = ge.decode_scans(gpu._backend(), cupy.asarray(src), batch, coefs).get()
+    want = np.zeros(sum(counts), np.int16)
+    errors = _core.jpeg_coefficients_into(blobs, [2 * o for o in offsets], want.view(np.uint8))
+    got = coefs.get()
+    return {
+        "images": len(blobs),
+        "flagged": int(np.count_nonzero(status[: len(blobs)])),
+        "cpu_errors": sum(e is not None for e in errors),
+        "coefficients_differing": int(np.count_nonzero(got != want)),
+    }
+
+
+def _jpeg_bench(n: int, out: dict[str, Any], save: Any) -> None:
+    """Encoded bytes to a normalized 224x224 NCHW float32 batch: fastprep's GPU path (entropy
+    decoding on the GPU, and on the CPU), torchvision's decode_jpeg(device="cuda") (nvJPEG) +
+    resize + crop + normalize, fastprep's CPU pipeline; correctness first, then batch 64 timings,
+    bytes sent to the device, copies back, and latency at batch sizes 1, 4, 16, 64."""
     import cupy
 
     blobs, what = _jpegs(n)
-    r: dict[str, Any] = {"input": what, "batch": n, "output": "224x224 NCHW float32, resize 256 + center crop"}
+    r: dict[str, Any] = out
+    r.update(input=what, batch=n, output="224x224 NCHW float32, resize 256 + center crop")
+    r["jpeg_bytes"] = sum(len(b) for b in blobs)
     cpu = fastprep.preprocess(blobs)
-    r["stages"] = _jpeg_stages(blobs)
-    for draft in (False, True):
-        tag = "fastprep_gpu" + ("_draft" if draft else "")
-        got = fastprep.preprocess(blobs, device="cuda", draft=draft)
-        want = fastprep.preprocess(blobs, draft=draft)
-        r[f"{tag}_max_diff_vs_cpu"] = float(np.abs(cupy.asnumpy(got) - want).max())
-        t = _wall(lambda d=draft: fastprep.preprocess(blobs, device="cuda", draft=d))
-        r[f"{tag}_s"] = t
-        r[f"{tag}_images_per_s"] = n / t
-    r["fastprep_gpu_kernels_s"] = _kernel_time(lambda: fastprep.preprocess(blobs, device="cuda"), repeat=5)
-    t = _cpu_time(lambda: fastprep.preprocess(blobs), repeat=3)
-    r["fastprep_cpu_s"] = t
-    r["fastprep_cpu_images_per_s"] = n / t
-    try:
-        r["host_transfers_fastprep_gpu"] = _host_transfers(lambda: fastprep.preprocess(blobs, device="cuda"))
-    except Exception as e:
-        r["host_transfers_error"] = repr(e)
-    try:
+    sections: list[tuple[str, Any]] = []
+
+    def correctness() -> None:
+        r["coefficients_gpu_vs_libjpeg_turbo"] = _device_coefficients_check(blobs)
+        for entropy in ("gpu", "cpu"):
+            for draft in (False, True):
+                tag = f"fastprep_gpu_{entropy}_entropy" + ("_draft" if draft else "")
+                got = fastprep.preprocess(blobs, device="cuda", draft=draft, entropy=entropy)
+                want = cpu if not draft else fastprep.preprocess(blobs, draft=True)
+                r[f"{tag}_max_diff_vs_cpu"] = float(np.abs(cupy.asnumpy(got) - want).max())
+
+    def batch_timings() -> None:
+        for entropy in ("gpu", "cpu"):
+            tag = f"fastprep_gpu_{entropy}_entropy"
+            t = _wall(lambda e=entropy: fastprep.preprocess(blobs, device="cuda", entropy=e))
+            r[f"{tag}_s"] = t
+            r[f"{tag}_images_per_s"] = n / t
+        r["fastprep_gpu_kernels_s"] = _kernel_breakdown(lambda: fastprep.preprocess(blobs, device="cuda"))
+        t = _cpu_time(lambda: fastprep.preprocess(blobs), repeat=3)
+        r["fastprep_cpu_s"] = t
+        r["fastprep_cpu_images_per_s"] = n / t
+
+    def transfers() -> None:
+        for entropy in ("gpu", "cpu"):
+            fn = lambda e=entropy: fastprep.preprocess(blobs, device="cuda", entropy=e)  # noqa: E731
+            fn()
+            h2d = _h2d_bytes(fn)
+            h2d["ratio_to_jpeg_bytes"] = h2d["total"] / r["jpeg_bytes"]  # type: ignore[assignment]
+            r[f"h2d_bytes_{entropy}_entropy"] = h2d
+            try:
+                r[f"host_transfers_{entropy}_entropy"] = _host_transfers(fn)
+            except Exception as e:
+                r[f"host_transfers_{entropy}_entropy_error"] = repr(e)
+        r["stages_cpu_entropy"] = _jpeg_stages(blobs)
+
+    tv: Any = None
+
+    def torchvision_path() -> None:
+        nonlocal tv
         import torch
         import torchvision
         from torchvision.io import decode_jpeg
@@ -243,21 +385,50 @@ def _jpeg_bench(n: int) -> dict[str, Any]:
         mean = torch.tensor(fastprep.IMAGENET_MEAN, device="cuda").view(1, 3, 1, 1)
         std = torch.tensor(fastprep.IMAGENET_STD, device="cuda").view(1, 3, 1, 1)
 
-        def tv() -> Any:
-            imgs = decode_jpeg(data, device="cuda")
+        def run(k: int) -> Any:
+            imgs = decode_jpeg(data[:k], device="cuda")
             out = [tvf.center_crop(tvf.resize(im, 256, antialias=True), [224, 224]) for im in imgs]
             return (torch.stack(out).float() / 255 - mean) / std
 
-        ref = tv()
+        tv = run
+        ref = run(n)
         r["torchvision"] = torchvision.__version__
         r["torchvision_max_diff_vs_cpu"] = float((ref.cpu() - torch.from_numpy(cpu)).abs().max())
-        t = _wall(tv)
+        t = _wall(lambda: run(n))
         r["torchvision_nvjpeg_s"] = t
         r["torchvision_nvjpeg_images_per_s"] = n / t
-        r["speedup_fastprep_gpu_vs_torchvision"] = t / r["fastprep_gpu_s"]
-    except Exception as e:
-        r["torchvision_error"] = repr(e)
-    return r
+        if "fastprep_gpu_gpu_entropy_s" in r:
+            r["speedup_fastprep_gpu_vs_torchvision"] = t / r["fastprep_gpu_gpu_entropy_s"]
+
+    def latency() -> None:
+        lat: dict[str, Any] = {}
+        r["latency"] = lat
+        for k, repeat in ((1, 50), (4, 40), (16, 25), (64, 15)):
+            if k > n:
+                continue
+            sub = blobs[:k]
+            row: dict[str, Any] = {}
+            lat[f"batch_{k}"] = row
+            row["fastprep_gpu"] = _quantiles(_latencies(lambda s=sub: fastprep.preprocess(s, device="cuda"), repeat), k)
+            row["fastprep_cpu"] = _quantiles(_latencies(lambda s=sub: fastprep.preprocess(s), repeat, sync=False), k)
+            if tv is not None:
+                row["torchvision_nvjpeg"] = _quantiles(_latencies(lambda k=k: tv(k), repeat), k)
+            save()
+
+    sections = [
+        ("correctness", correctness),
+        ("batch_timings", batch_timings),
+        ("transfers", transfers),
+        ("torchvision", torchvision_path),
+        ("latency", latency),
+    ]
+    for name, fn in sections:
+        try:
+            fn()
+        except Exception as e:  # one failing part keeps the others' results
+            r[f"{name}_error"] = repr(e)
+        print(name, json.dumps({k: v for k, v in r.items()}, default=str)[-3000:], flush=True)
+        save()
 
 
 def main() -> int:
@@ -283,6 +454,20 @@ def main() -> int:
         "fastprep": fastprep.build_info(),
         "results": {},
     }
+
+    def save() -> None:
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=2, default=str)
+
+    # The JPEG path first (the figure the GPU run is for); the file is rewritten after each part,
+    # so a run cut short by its time limit keeps what it measured.
+    jpeg: dict[str, Any] = {}
+    report["results"]["jpeg_preprocess"] = jpeg
+    try:
+        _jpeg_bench(args.jpeg_batch, jpeg, save)
+    except Exception as e:  # keep the resize results when this part fails
+        jpeg["error"] = repr(e)
+    save()
     peak = _peak_bandwidth()
     report["peak_bandwidth_GBps"] = None if peak is None else peak / 1e9
     try:
@@ -354,18 +539,13 @@ def main() -> int:
                 r[f"opencv_{name}_cpu_images_per_s"] = len(sub) / ct
         report["results"][key] = r
         print(key, json.dumps(r))
+        save()
     # ragged batch: mixed sizes in one launch per pass
     sizes = [(480, 640), (1080, 1920), (3024, 4032), (720, 1280)] * 4
     ragged = [cupy.asarray(rng.integers(0, 256, (hh, ww, 3), dtype=np.uint8)) for hh, ww in sizes]
     t = _gpu_time(lambda: fastprep.gpu_resize(ragged, (224, 224), filter="bilinear"), repeat=10)
     report["results"]["ragged_16_mixed_to_224"] = {"fastprep_gpu_s": t, "images_per_s": len(ragged) / t}
-    try:
-        report["results"]["jpeg_preprocess"] = _jpeg_bench(args.jpeg_batch)
-    except Exception as e:  # keep the resize results when this part fails
-        report["results"]["jpeg_preprocess"] = {"error": repr(e)}
-    print("jpeg_preprocess", json.dumps(report["results"]["jpeg_preprocess"], default=str))
-    with open(args.out, "w") as f:
-        json.dump(report, f, indent=2, default=str)
+    save()
     print(json.dumps(report, indent=2, default=str))
     return 0
 

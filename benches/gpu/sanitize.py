@@ -1,6 +1,6 @@
 """A small GPU workload for compute-sanitizer (run by benches/gpu/run.sh): every resize filter on a
 ragged uint8 batch and a float batch, NCHW, and the JPEG path with and without draft, so memcheck
-sees each kernel read and write with odd sizes. Exits non-zero if a result differs from the CPU."""
+sees each kernel read and write with odd sizes, and the GPU entropy decoder on damaged scans. Exits non-zero if a result differs from the CPU."""
 
 from __future__ import annotations
 
@@ -30,9 +30,20 @@ except fastprep.DeviceUnavailableError as e:  # the RGBA self-check refused this
     bad += 1
 folder = pathlib.Path(fastprep.__file__).parent / "data" / "images"
 blobs = [p.read_bytes() for p in sorted(folder.glob("*"))]
-for draft in (False, True):
-    got = cupy.asnumpy(fastprep.preprocess(blobs, device="cuda", draft=draft))
+for draft, entropy in ((False, "gpu"), (True, "gpu"), (False, "cpu")):
+    got = cupy.asnumpy(fastprep.preprocess(blobs, device="cuda", draft=draft, entropy=entropy))
     bad += int(not np.array_equal(got, fastprep.preprocess(blobs, draft=draft)))
+# damaged scans: the GPU entropy decoder flags them (they go to the CPU), the rest decode
+jpegs = [b for b in blobs if b[:2] == b"\xff\xd8"]
+damaged = []
+for k, b in enumerate(jpegs):
+    d = bytearray(b)
+    sos = b.index(b"\xff\xda")
+    d[sos + 40 + 97 * k] ^= 0x5A
+    damaged += [bytes(d), b[: sos + (len(b) - sos) // 2] + b"\xff\xd9"]
+got, ok = fastprep.preprocess(damaged + jpegs, device="cuda", on_error="skip")
+want, want_ok = fastprep.preprocess(damaged + jpegs, on_error="skip")
+bad += int(ok.tolist() != want_ok.tolist() or not np.array_equal(cupy.asnumpy(got), want))
 cupy.cuda.Device().synchronize()
 print(f"sanitize workload done, {bad} results differ from the CPU")
 sys.exit(1 if bad else 0)
