@@ -1,6 +1,7 @@
 """A small GPU workload for compute-sanitizer (run by benches/gpu/run.sh): every resize filter on a
-ragged uint8 batch and a float batch, NCHW, and the JPEG path with and without draft, so memcheck
-sees each kernel read and write with odd sizes, and the GPU entropy decoder on damaged scans. Exits non-zero if a result differs from the CPU."""
+ragged uint8 batch and a float batch, NCHW, the JPEG path with and without draft and with either
+entropy decoder, and the GPU entropy decoder on damaged scans, so memcheck sees each kernel read
+and write with odd sizes. Exits non-zero if a result differs from the CPU."""
 
 from __future__ import annotations
 
