@@ -228,3 +228,15 @@ def test_an_empty_batch_launches_nothing():
     batch = ge.plan_batch([], [], [])
     status = ge.decode_scans(be, np.zeros(1, np.uint8), batch, np.zeros(1, np.int16))
     assert be.launches == [] and status.tolist() == [0]
+
+
+def test_a_second_scan_or_data_after_eoi_is_flagged_by_the_kernels():
+    # The host takes everything up to the last EOI as the scan; the unstuffing kernel finds the
+    # markers inside (here a whole second file appended, and a DNL-like segment), which sends the
+    # file to the CPU decoder.
+    good = data.jpeg(_crop("flower.jpg", 40, 24), quality=90)
+    appended = good + good
+    eoi = good.rindex(b"\xff\xd9")
+    dnl = good[:eoi] + b"\xff\xdc\x00\x04\x00\x18" + good[eoi:]
+    _, status = gpu_coefficients([appended, dnl, good])
+    assert status[0] & 1 and status[1] & 1 and status[2] == 0

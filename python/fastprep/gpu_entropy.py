@@ -3,7 +3,7 @@ and scan header, lay out a batch of compressed scans for one upload, and launch 
 
 Only what the kernels decode exactly as libjpeg-turbo does comes here: one interleaved,
 sequential, Huffman-coded 8-bit scan holding every component, tables libjpeg-turbo would accept,
-the scan ended by EOI. Everything else (progressive, arithmetic, multi-scan, 12-bit, odd tables)
+the file ended by EOI. Everything else (progressive, arithmetic, multi-scan, 12-bit, odd tables)
 returns None from `parse_scan` and keeps libjpeg-turbo's entropy decoding on the CPU; a scan the
 kernels find damaged is flagged in the status array and decoded on the CPU too, where
 libjpeg-turbo decides what it is.
@@ -12,7 +12,6 @@ libjpeg-turbo decides what it is.
 from __future__ import annotations
 
 import functools
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,9 +59,6 @@ _STD = {
         ),
     ),
 }
-
-# The marker that ends entropy-coded data: 0xFF followed by anything but a stuffed 0x00 or RSTn.
-_END = re.compile(rb"\xff[^\x00\xd0-\xd7]")
 
 Table = tuple[tuple[int, ...], bytes]
 
@@ -195,9 +191,12 @@ def _scan(
     ids = [f[0] for f in frame]
     if len(set(ids)) != len(ids):
         return None
-    m = _END.search(data, start)
-    # the scan must end in EOI: another scan, a DNL or a file cut short goes to the CPU
-    if m is None or data[m.start() + 1] != 0xD9:
+    # The scan runs to the last EOI. Searching it for the first marker instead would cost the
+    # host a pass over every byte (~0.15 ms per 1080p file): the unstuffing kernel does that pass
+    # and flags a marker other than RSTn inside (another scan, a DNL, data after a first EOI),
+    # which sends the file to the CPU. A file with no EOI after its scan (cut short) goes there now.
+    end = data.rfind(b"\xff\xd9")
+    if end < start:
         return None
     w, h = size
     max_h = max(f[1] for f in frame)
@@ -230,7 +229,7 @@ def _scan(
         mcux, mcuy = comps_l[0][3], comps_l[0][4]
     else:
         mcux, mcuy = -(-w // (8 * max_h)), -(-h // (8 * max_v))
-    return ScanPlan(start, m.start(), restart, mcux * mcuy, mcux, tuple(units), tuple(comps))
+    return ScanPlan(start, end, restart, mcux * mcuy, mcux, tuple(units), tuple(comps))
 
 
 @dataclass
