@@ -109,7 +109,7 @@ def test_gpu_entropy_coefficients_equal_libjpeg_turbos_on_the_device():
     import cupy
 
     from fastprep import _core
-    from fastprep import gpu_entropy as ge
+    from fastprep.gpu import jpeg_entropy as ge
 
     from . import image_data as data
 

@@ -1,4 +1,4 @@
-"""The GPU entropy decoder without a GPU: the host plan of fastprep.gpu_entropy and the kernel text
+"""The GPU entropy decoder without a GPU: the host plan of fastprep.gpu.jpeg_entropy and the kernel text
 of cuda/jpeg_entropy.cu, run by the exact (fiber) CPU emulation of tests/cuda_emu.py, against the
 quantized DCT coefficients libjpeg-turbo's own entropy decoder gives (``_core.jpeg_coefficients_into``):
 every coefficient must be equal. Every sampling (4:2:0 to 4:1:1), restart intervals, odd sizes,
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from fastprep import _core
-from fastprep import gpu_entropy as ge
+from fastprep.gpu import jpeg_entropy as ge
 
 from . import image_data as data
 from .cuda_emu import EmuBackend

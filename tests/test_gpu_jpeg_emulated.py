@@ -338,7 +338,7 @@ def test_cupy_backend_staging_blocks_come_back_once_their_copy_is_done(monkeypat
 
 
 def test_batches_past_the_grid_z_limit_take_more_launches(monkeypatch):
-    monkeypatch.setattr(gpu, "MAX_GRID_Z", 2)
+    monkeypatch.setattr(gpu.jpeg_idct, "MAX_GRID_Z", 2)
     names = ["china-q75-420", "flower-gray", "grace_hopper-q95-444"]
     blobs = [data.jpeg_variants()[k] for k in names]
     be = EmuBackend()
@@ -382,7 +382,7 @@ def test_coefficients_go_up_chunk_by_chunk_and_refused_files_still_decode(monkey
             refusals.extend(b for b in items if b is blobs[2])
             return [refused if b is blobs[2] else e for b, e in zip(items, errors, strict=True)]
 
-    monkeypatch.setattr(gpu, "_core", Refusing())
+    monkeypatch.setattr(gpu.preprocess, "_core", Refusing())
     be = _UploadRecorder()
     got = gpu.gpu_preprocess(blobs, num_threads=1, entropy="cpu", backend=be)
     np.testing.assert_array_equal(got, fastprep.preprocess(blobs))

@@ -39,7 +39,7 @@ def _cpu(img: np.ndarray, size: tuple[int, int], f: str) -> np.ndarray:
 @pytest.fixture(params=[1, 0], ids=["shared", "global"])
 def h_shared(request, monkeypatch):
     """Both forms of the horizontal pass (resize.cu's H_SHARED)."""
-    monkeypatch.setattr(fastprep.gpu, "H_SHARED", request.param)
+    monkeypatch.setattr(fastprep.gpu.resize, "H_SHARED", request.param)
     return request.param
 
 
@@ -274,13 +274,13 @@ class _DeviceEmu(EmuBackend):
 
 
 def test_rgba_is_checked_once_per_device_and_a_wrong_device_refuses_it(monkeypatch):
-    monkeypatch.setattr(fastprep.gpu, "_RGBA_CHECKED", {})
+    monkeypatch.setattr(fastprep.gpu.resize, "_RGBA_CHECKED", {})
     rgba = np.stack([_img(40, 30, 4, 3)])
     good = _DeviceEmu(7, lose_unpremultiply=False)
     np.testing.assert_array_equal(
         fastprep.gpu_resize(rgba, (16, 12), backend=good)[0], _cpu(rgba[0], (16, 12), "bilinear")
     )
-    assert fastprep.gpu._RGBA_CHECKED == {7: True}
+    assert fastprep.gpu.resize._RGBA_CHECKED == {7: True}
     n = len(good.launches)
     fastprep.gpu_resize(rgba, (16, 12), backend=good)
     assert len(good.launches) == n + 2  # checked once: the second call launches its two passes only
@@ -289,7 +289,7 @@ def test_rgba_is_checked_once_per_device_and_a_wrong_device_refuses_it(monkeypat
         fastprep.gpu_resize(rgba, (16, 12), backend=bad)
     with pytest.raises(fastprep.DeviceUnavailableError, match="RGBA uint8"):
         fastprep.gpu_resize(rgba, (16, 12), backend=bad)
-    assert fastprep.gpu._RGBA_CHECKED[8] is False
+    assert fastprep.gpu.resize._RGBA_CHECKED[8] is False
     rgb = np.stack([_img(40, 30, 3, 3)])  # RGB, float RGBA and nearest never premultiply
     got = fastprep.gpu_resize(rgb, (16, 12), backend=bad)
     np.testing.assert_array_equal(got[0], _cpu(rgb[0], (16, 12), "bilinear"))

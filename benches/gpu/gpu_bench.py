@@ -299,7 +299,7 @@ def _device_coefficients_check(blobs: list[bytes]) -> dict[str, Any]:
     import cupy
 
     from fastprep import _core
-    from fastprep import gpu_entropy as ge
+    from fastprep.gpu import jpeg_entropy as ge
 
     layouts = _core.jpeg_layouts(blobs)
     scans = [ge.parse_scan(b, lay) for b, lay in zip(blobs, layouts, strict=True)]  # type: ignore[arg-type]
@@ -509,13 +509,14 @@ def main() -> int:
         if peak:
             r["fraction_of_peak"] = moved / t / peak
             r["kernels_fraction_of_peak"] = moved / kt / peak
-        before = gpu.H_SHARED
-        try:  # the horizontal pass without shared memory, for comparison
-            gpu.H_SHARED = 0
-            r["kernels_s_global_reads"] = _kernel_time(call)
-            r["fastprep_gpu_s_global_reads"] = _gpu_time(call)
+        before = gpu.resize.H_SHARED
+        other = 1 - before
+        try:  # the other form of the horizontal pass (global reads / shared-memory staging)
+            gpu.resize.H_SHARED = other
+            r[f"kernels_s_h_shared_{other}"] = _kernel_time(call)
+            r[f"fastprep_gpu_s_h_shared_{other}"] = _gpu_time(call)
         finally:
-            gpu.H_SHARED = before
+            gpu.resize.H_SHARED = before
         if torch is not None and tv_resize is not None:
             tt = torch.from_dlpack(dev).permute(0, 3, 1, 2)  # NCHW view, as torchvision expects
             tt = tt.contiguous()

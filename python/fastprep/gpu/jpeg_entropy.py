@@ -306,7 +306,7 @@ def decode_scans(backend: Any, src: Any, batch: EntropyBatch, coefs: Any) -> Any
     of per-image status bits (0: decoded)."""
     import numpy as np
 
-    from .kernels import kernel_source
+    from ..kernels import kernel_source
 
     xp = backend.xp
     source = kernel_source("jpeg_entropy.cu")

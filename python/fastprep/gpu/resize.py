@@ -1,0 +1,455 @@
+"""``gpu_resize`` and the launch plan of ``cuda/resize.cu``: Pillow's two passes (its order, its
+integer weights from the CPU path's own ``_core.resize_tables``) over a ragged batch, one launch per
+pass per group of images that take the same passes; plans are kept per geometry."""
+
+from __future__ import annotations
+
+import functools
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple
+
+from .. import _core
+from ..errors import DeviceUnavailableError
+from ..image import Filter
+from ..kernels import kernel_source
+from .backend import BLOCK, Backend, _backend, _device_array
+
+DESC_LEN = 15
+_DTYPES = {"uint8": 0, "float32": 1, "float16": 2}
+# The horizontal pass straight from global memory (0) or through shared memory (1): resize.cu's
+# H_SHARED. Both are exact. On the H200 the first shared-memory form was slower (1080p -> 224
+# horizontal pass 1.6 ms against 1.0 ms): its taps, ~26 bytes apart per lane, fall on a few banks.
+# Both forms have since changed (tap-major weights, word-wise staging) and were not timed on a
+# GPU again; the GPU check times both, and the tests run both.
+H_SHARED = 0
+
+
+@functools.lru_cache(maxsize=512)
+def _axis(in_size: int, out_size: int, filter: str, fixed: bool, antialias: bool) -> tuple[int, bytes, bytes]:
+    return _core.resize_tables(in_size, out_size, filter, fixed, antialias)
+
+
+class _Image(NamedTuple):
+    """One image of the batch as the kernels see it: an element offset and strides into a
+    flat buffer. (A named tuple: a call's plan is looked up by its images, so they hash and
+    compare at C speed.)"""
+
+    offset: int
+    h: int
+    w: int
+    sy: int
+    sx: int
+    sc: int
+
+
+def _vertical_first(h: int, w: int, out_h: int, out_w: int) -> bool:
+    # Pillow's pass order (fastprep.pillow_order): the CPU path's own rule, asked, not copied.
+    return bool(_core.resize_vertical_first(w, h, out_w, out_h))
+
+
+@dataclass
+class _Pass:
+    """One image's part of a pass: the table (source size -> full target size along the axis), the
+    size this pass writes, the table index of its first output and the first source row read."""
+
+    table_in: int
+    table_out: int
+    out_w: int
+    out_h: int
+    i0: int
+    first: int
+
+
+def _plan_pass(
+    srcs: list[_Image], dsts: list[_Image], axis: int, parts: list[_Pass], filter: str, fixed: bool, antialias: bool
+) -> tuple[Any, Any, Any, tuple[int, int, int]]:
+    """Per-image descriptors, the concatenated tables and the grid of one pass (axis 0:
+    horizontal, 1: vertical) over every image."""
+    import numpy as np
+
+    tables = [_axis(p.table_in, p.table_out, filter, fixed, antialias) for p in parts]
+    kmax = max(t[0] for t in tables)
+    wdtype = np.int32 if fixed else np.float64
+    desc = np.zeros((len(srcs), DESC_LEN), np.int64)
+    bounds, weights = [], []
+    tab = 0
+    for n, (src, dst, p, (ksize, b, k)) in enumerate(zip(srcs, dsts, parts, tables, strict=True)):
+        w = np.frombuffer(k, dtype=wdtype).reshape(-1, ksize)
+        if ksize < kmax:  # one row length for the whole batch; the extra weights are never read
+            w = np.pad(w, ((0, 0), (0, kmax - ksize)))
+        desc[n] = (
+            *(src.offset, src.sy, src.sx, src.sc, dst.offset, dst.sy, dst.sx, dst.sc),
+            *(p.out_w, p.out_h, p.first, tab, kmax, p.i0, w.shape[0]),
+        )
+        bounds.append(np.frombuffer(b, dtype=np.int32))
+        # tap-major (see resize.cu): a warp's neighbouring outputs read neighbouring words
+        weights.append(np.ascontiguousarray(w.T).reshape(-1))
+        tab += w.shape[0]
+    max_w = max(p.out_w for p in parts)
+    max_h = max(p.out_h for p in parts)
+    grid = (-(-max_w // BLOCK[0]), -(-max_h // BLOCK[1]), len(srcs))
+    return desc, np.concatenate(bounds), np.concatenate(weights), grid
+
+
+def _rows_read(filter: str, antialias: bool, h: int, out_h: int, y0: int, rows: int) -> tuple[int, int]:
+    """The source rows [first, last) that output rows y0 .. y0 + rows of the vertical pass read:
+    the horizontal pass computes only those (as Pillow and the CPU path do)."""
+    import numpy as np
+
+    _, b, _ = _axis(h, out_h, filter, True, antialias)
+    pairs = np.frombuffer(b, dtype=np.int32).reshape(-1, 2)
+    return int(pairs[y0, 0]), int(pairs[y0 + rows - 1, 0] + pairs[y0 + rows - 1, 1])
+
+
+Window = tuple[int, int, int, int]  # x, y, width, height of the full-size result
+
+
+@dataclass(frozen=True)
+class _Launch:
+    """One pass of a resize plan: the kernel, its defines and grid, the tables already on the
+    device, and where it reads and writes (-1: the input buffer, -2: the output, k >= 0: the
+    plan's intermediate k)."""
+
+    kernel: str
+    defines: tuple[tuple[str, int], ...]
+    grid: tuple[int, int, int]
+    desc: Any
+    bounds: Any
+    weights: Any
+    src: int
+    dst: int
+
+
+class _ResizeJob(NamedTuple):
+    """What `run_resize` is asked to do, less the buffers: what its plan depends on."""
+
+    images: tuple[_Image, ...]
+    channels: int
+    dtype: str
+    targets: tuple[tuple[int, int], ...]
+    windows: tuple[Window, ...]
+    filter: str
+    antialias: bool
+    out_images: tuple[_Image, ...]
+
+
+@dataclass(frozen=True)
+class _ResizePlan:
+    """What a resize call launches, built once per geometry (see `_PLANS`): the copies of images
+    whose size does not change, the intermediates (elements, dtype) and the passes."""
+
+    copies: tuple[tuple[_Image, _Image, int, int], ...]
+    temps: tuple[tuple[int, str], ...]
+    launches: tuple[_Launch, ...]
+
+
+# Plans by (backend kind, device, geometry, filter, ...). Building one costs Python work per image
+# and three small host-to-device copies per pass, far more than the launches themselves; a
+# training loop resizes the same geometry call after call, so the plan (with its tables on the
+# device) is kept. Bounded: ragged batches of ever-new sizes evict the oldest.
+_PLANS: OrderedDict[tuple[Any, ...], _ResizePlan] = OrderedDict()
+_PLANS_MAX = 64
+_PLANS_LOCK = threading.Lock()
+
+
+def run_resize(
+    backend: Backend,
+    flat: Any,
+    images: list[_Image],
+    channels: int,
+    dtype: str,
+    targets: list[tuple[int, int]],
+    windows: list[Window],
+    filter: str,
+    antialias: bool,
+    out: Any,
+    out_images: list[_Image],
+) -> None:
+    """Resizes image i of `flat` (a 1-D device buffer) to targets[i] and writes the part
+    windows[i] of the result to out_images[i] of `out`. Images taking the same passes share
+    launches: at most two kernels per group, whatever the batch size."""
+    xp = backend.xp
+    job = _ResizeJob(
+        tuple(images), channels, dtype, tuple(targets), tuple(windows), filter, antialias, tuple(out_images)
+    )
+    # the pass order rule the plan asks for (fastprep.pillow_order) is part of the key too
+    key = (type(backend).__name__, getattr(backend, "device_id", None), int(_core.pillow_order(None)), job)
+    with _PLANS_LOCK:
+        plan = _PLANS.get(key)
+        if plan is not None:
+            _PLANS.move_to_end(key)
+    if plan is None:
+        plan = _plan_resize(backend, job)
+        with _PLANS_LOCK:
+            _PLANS[key] = plan
+            while len(_PLANS) > _PLANS_MAX:
+                _PLANS.popitem(last=False)
+    for s_, d_, cw, ch in plan.copies:
+        _copy(xp, flat, s_, out, d_, channels, cw, ch)
+    temps = [xp.empty(max(n, 1), dtype=t) for n, t in plan.temps]
+    source = kernel_source("resize.cu")
+    for ln in plan.launches:
+        src = flat if ln.src == -1 else temps[ln.src]
+        dst = out if ln.dst == -2 else temps[ln.dst]
+        defines = dict(ln.defines, H_SHARED=H_SHARED)  # read at each call: the tests switch it
+        backend.launch(source, defines, ln.kernel, ln.grid, (src, dst, ln.desc, ln.bounds, ln.weights))
+
+
+def _plan_resize(backend: Backend, job: _ResizeJob) -> _ResizePlan:
+    images, channels, dtype, targets, windows, filter, antialias, out_images = job
+    code = _DTYPES[dtype]
+    fixed = code == 0
+    premul = channels == 4 and fixed and filter != "nearest"
+    copies: list[tuple[_Image, _Image, int, int]] = []
+    temps: list[tuple[int, str]] = []
+    launches: list[_Launch] = []
+    # A pass Pillow would skip (the size does not change along that axis) is skipped here too.
+    groups: dict[tuple[str, bool, bool], list[int]] = {}
+    for i, (im, (tw, th)) in enumerate(zip(images, targets, strict=True)):
+        order = "vh" if _vertical_first(im.h, im.w, th, tw) else "hv"
+        groups.setdefault((order, im.w != tw, im.h != th), []).append(i)
+    for (order, need_h, need_v), idx in groups.items():
+        srcs = [images[i] for i in idx]
+        dsts = [out_images[i] for i in idx]
+        tgts = [targets[i] for i in idx]
+        wins = [windows[i] for i in idx]
+        if not need_h and not need_v:
+            for s_, d_, (x, y, cw, ch) in zip(srcs, dsts, wins, strict=True):
+                copies.append((_shift(s_, x, y), d_, cw, ch))
+            continue
+        # (axis, per-image parts, source images of this pass)
+        passes: list[tuple[int, list[_Pass]]] = []
+        if order == "hv":
+            if need_h:
+                rows = [
+                    _rows_read(filter, antialias, s_.h, th, y, ch) if need_v else (y, y + ch)
+                    for s_, (_, th), (_, y, _, ch) in zip(srcs, tgts, wins, strict=True)
+                ]
+                passes.append(
+                    (
+                        0,
+                        [
+                            _Pass(s_.w, tw, cw, last - first, x, first)
+                            for s_, (tw, _), (x, _, cw, _), (first, last) in zip(srcs, tgts, wins, rows, strict=True)
+                        ],
+                    )
+                )
+            if need_v:
+                passes.append(
+                    (
+                        1,
+                        [
+                            _Pass(s_.h, th, cw, ch, y, 0)
+                            for s_, (_, th), (_, y, cw, ch) in zip(srcs, tgts, wins, strict=True)
+                        ],
+                    )
+                )
+        else:
+            passes.append(
+                (
+                    1,
+                    [
+                        _Pass(s_.h, th, s_.w if need_h else cw, ch, y, 0)
+                        for s_, (_, th), (_, y, cw, ch) in zip(srcs, tgts, wins, strict=True)
+                    ],
+                )
+            )
+            if need_h:
+                passes.append(
+                    (
+                        0,
+                        [
+                            _Pass(s_.w, tw, cw, ch, x, 0)
+                            for s_, (tw, _), (x, _, cw, ch) in zip(srcs, tgts, wins, strict=True)
+                        ],
+                    )
+                )
+        # A vertical pass straight from the source reads only the window's columns; after a
+        # horizontal pass the columns are already the window's.
+        cur = -1
+        cur_imgs = [_shift(s_, x, 0) if not need_h else s_ for s_, (x, _, _, _) in zip(srcs, wins, strict=True)]
+        for p, (axis, parts) in enumerate(passes):
+            last = p == len(passes) - 1
+            if last:
+                nxt, nxt_imgs, dst_code = -2, dsts, code
+            else:  # an intermediate image per input, packed HWC; float16 keeps float32 here
+                tmp_dtype = "uint8" if fixed else "float32"
+                offs, nxt_imgs = 0, []
+                for part in parts:
+                    nxt_imgs.append(_Image(offs, part.out_h, part.out_w, part.out_w * channels, channels, 1))
+                    offs += part.out_w * part.out_h * channels
+                nxt = len(temps)
+                temps.append((offs, tmp_dtype))
+                dst_code = _DTYPES[tmp_dtype]
+            src_code = code if p == 0 else (0 if fixed else 1)
+            desc, bounds, weights, grid = _plan_pass(cur_imgs, nxt_imgs, axis, parts, filter, fixed, antialias)
+            defines = {
+                "CHANNELS": channels,
+                "SRC_DTYPE": src_code,
+                "DST_DTYPE": dst_code,
+                "PREMUL_IN": int(premul and p == 0),
+                "UNPREMUL_OUT": int(premul and last),
+            }
+            kernel = "resize_horizontal" if axis == 0 else "resize_vertical"
+            launches.append(
+                _Launch(
+                    kernel,
+                    tuple(sorted(defines.items())),
+                    grid,
+                    backend.asarray(desc),
+                    backend.asarray(bounds),
+                    backend.asarray(weights),
+                    cur,
+                    nxt,
+                )
+            )
+            # The next pass reads this one's output with the source's row numbers: rows that
+            # start at source row `first` are addressed as if row 0 were `first` rows above, and
+            # after a horizontal pass the image keeps the source's height for the vertical table.
+            cur = nxt
+            cur_imgs = [
+                _Image(im.offset - part.first * im.sy, src.h if axis == 0 else im.h, im.w, im.sy, im.sx, im.sc)
+                for im, part, src in zip(nxt_imgs, parts, srcs, strict=True)
+            ]
+    return _ResizePlan(tuple(copies), tuple(temps), tuple(launches))
+
+
+def _shift(im: _Image, x: int, y: int) -> _Image:
+    """The same image addressed from pixel (x, y)."""
+    return _Image(im.offset + y * im.sy + x * im.sx, im.h - y, im.w - x, im.sy, im.sx, im.sc)
+
+
+def _copy(xp: Any, flat: Any, s: _Image, out: Any, d: _Image, channels: int, w: int, h: int) -> None:
+    idx_y = xp.arange(h)[:, None, None]
+    idx_x = xp.arange(w)[None, :, None]
+    idx_c = xp.arange(channels)[None, None, :]
+    out[d.offset + idx_y * d.sy + idx_x * d.sx + idx_c * d.sc] = flat[
+        s.offset + idx_y * s.sy + idx_x * s.sx + idx_c * s.sc
+    ]
+
+
+def gpu_resize(
+    batch: Any,
+    size: tuple[int, int],
+    *,
+    filter: Filter = "bilinear",
+    antialias: bool = True,
+    layout: Literal["NHWC", "NCHW"] = "NHWC",
+    backend: Backend | None = None,
+) -> Any:
+    """Resize a batch of images on the GPU to ``size = (width, height)``.
+
+    ``batch``: a CuPy array (N, H, W, C) (``layout="NHWC"``) or (N, C, H, W) (``"NCHW"``) of
+    uint8, float16 or float32, anything with ``__cuda_array_interface__`` or ``__dlpack__`` (a
+    torch CUDA tensor), or a list of (H, W, C) / (C, H, W) images of different sizes (one launch
+    per pass for the whole ragged batch). Returns a CuPy array (N, height, width, C) or
+    (N, C, height, width) of the input's dtype, computed on the current stream.
+
+    uint8 results equal ``fastprep.resize`` (and so ``PIL.Image.resize``) exactly, RGBA through
+    Pillow's premultiplication; float32 equals Pillow's mode "F" arithmetic per channel; float16 is
+    resized as float32 and rounded once. ``antialias=False`` keeps the filter's support from
+    widening when shrinking (plain interpolation; Pillow always antialiases).
+    """
+    be = backend or _backend()
+    xp = be.xp
+    if layout not in ("NHWC", "NCHW"):
+        raise ValueError(f"layout must be 'NHWC' or 'NCHW', got {layout!r}")
+    out_w, out_h = (int(v) for v in size)
+    if out_w <= 0 or out_h <= 0:
+        raise ValueError(f"size must be two positive integers (width, height), got {size}")
+    dense = False
+    if isinstance(batch, Sequence):
+        arrays = [_device_array(be, a) for a in batch]
+    else:
+        whole = _device_array(be, batch)
+        if whole.ndim != 4:
+            raise ValueError(
+                f"gpu_resize takes an (N, H, W, C) or (N, C, H, W) array or a list of images, got shape {whole.shape}"
+            )
+        # A C-contiguous batch is one buffer already: its images are read in place, not copied.
+        dense = bool(whole.flags.c_contiguous) and whole.shape[0] > 0
+        arrays = [whole] if dense else [whole[i] for i in range(whole.shape[0])]
+    if not arrays:
+        raise ValueError("gpu_resize got an empty batch")
+    dtypes = {str(a.dtype) for a in arrays}
+    if len(dtypes) != 1 or next(iter(dtypes)) not in _DTYPES:
+        raise TypeError(f"gpu_resize takes uint8, float16 or float32 images of one dtype, got {sorted(dtypes)}")
+    dtype = next(iter(dtypes))
+    images, parts, offset = [], [], 0
+    channels = None
+    for i, a in enumerate(arrays):
+        count = a.shape[0] if dense else 1  # a dense batch stands for its images
+        if a.ndim == 3:
+            a = xp.ascontiguousarray(a)
+        elif not dense:
+            raise ValueError(f"image {i} has shape {a.shape}; each image must be 3-D ({layout[1:]})")
+        h, w, c = a.shape[-3:] if layout == "NHWC" else (a.shape[-2], a.shape[-1], a.shape[-3])
+        if channels not in (None, c):
+            raise ValueError(f"image {i} has {c} channels, the others {channels}")
+        channels = c
+        if h <= 0 or w <= 0:
+            raise ValueError(f"image {i} is empty ({a.shape})")
+        for _ in range(count):
+            if layout == "NHWC":
+                images.append(_Image(offset, h, w, w * c, c, 1))
+            else:
+                images.append(_Image(offset, h, w, w, 1, h * w))
+            offset += h * w * c
+        parts.append(a.reshape(-1))
+    assert channels is not None
+    if dtype == "uint8" and channels not in (1, 3, 4):
+        raise ValueError(f"uint8 images need 1, 3 or 4 channels (L, RGB, RGBA), got {channels}")
+    flat = xp.concatenate(parts) if len(parts) > 1 else parts[0]
+    if dtype == "uint8" and channels == 4 and filter != "nearest" and hasattr(be, "device_id"):
+        _check_premultiplied_rgba(be)
+    n = len(images)
+    per = out_w * out_h * channels
+    if layout == "NHWC":
+        outs = [_Image(i * per, out_h, out_w, out_w * channels, channels, 1) for i in range(n)]
+        shape = (n, out_h, out_w, channels)
+    else:
+        outs = [_Image(i * per, out_h, out_w, out_w, 1, out_w * out_h) for i in range(n)]
+        shape = (n, channels, out_h, out_w)
+    out = xp.empty(n * per, dtype=dtype)
+    targets = [(out_w, out_h)] * n
+    windows = [(0, 0, out_w, out_h)] * n
+    run_resize(be, flat, images, channels, dtype, targets, windows, filter, antialias, out, outs)
+    return out.reshape(shape)
+
+
+# Devices (by id) on which RGBA through Pillow's premultiplication was checked against the CPU
+# path: True where it matched. On the first real GPU (H200, CUDA 13.0's NVRTC) such images came
+# back still premultiplied: that compiler turned the unpremultiply's `alpha != 0 && alpha != 255`
+# into a VIMNMX with a predicate output that skipped it (resize.cu now tests the range another
+# way, which compiles to plain compares, but no GPU has run that yet). A compiler can do this
+# again, so a wrong result is refused rather than returned.
+_RGBA_CHECKED: dict[int, bool] = {}
+
+
+def _check_premultiplied_rgba(be: Any) -> None:
+    """Once per device: a small RGBA resize on the GPU against fastprep.resize (one device to
+    host copy of 20x15 pixels, at the first RGBA call only)."""
+    import numpy as np
+
+    from ..image import resize
+
+    device = be.device_id
+    ok = _RGBA_CHECKED.get(device)
+    if ok is None:
+        _RGBA_CHECKED[device] = True  # the check's own gpu_resize call must not check again
+        img = np.random.default_rng(0).integers(0, 256, (1, 37, 53, 4), dtype=np.uint8)
+        try:
+            asnumpy = getattr(be.xp, "asnumpy", np.asarray)
+            got = asnumpy(gpu_resize(be.asarray(img), (20, 15), filter="bilinear", backend=be))
+            ok = bool(np.array_equal(got[0], resize(img[0], (20, 15), filter="bilinear")))
+        finally:
+            _RGBA_CHECKED[device] = bool(ok)
+    if not ok:
+        raise DeviceUnavailableError(
+            "gpu_resize of RGBA uint8 images did not match the CPU path on this device (a one-time "
+            "self-check); resize RGBA images with fastprep.resize on the CPU, or drop alpha "
+            "(3 channels) or use float32 for the GPU"
+        )
