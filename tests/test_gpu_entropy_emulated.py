@@ -240,3 +240,34 @@ def test_a_second_scan_or_data_after_eoi_is_flagged_by_the_kernels():
     dnl = good[:eoi] + b"\xff\xdc\x00\x04\x00\x18" + good[eoi:]
     _, status = gpu_coefficients([appended, dnl, good])
     assert status[0] & 1 and status[1] & 1 and status[2] == 0
+
+
+def test_random_encodings_equal_libjpeg_turbo():
+    # A property over encoder settings, drawn once per run from a fixed seed (the emulation is
+    # serial, so one batch of many small files): size, quality, sampling, restart interval,
+    # optimized tables, gray or colour.
+    cv2 = pytest.importorskip("cv2", reason="the test extra installs opencv-python-headless")
+    rng = np.random.default_rng(2026)
+    photo = data.photos()["grace_hopper.jpg"]
+    samplings = ["444", "422", "420", "440", "411"]
+    names, blobs = [], []
+    for k in range(24):
+        w, h = (int(v) for v in rng.integers(1, 90, 2))
+        y, x = int(rng.integers(0, photo.shape[0] - h)), int(rng.integers(0, photo.shape[1] - w))
+        img = np.ascontiguousarray(photo[y : y + h, x : x + w])
+        q = int(rng.integers(5, 101))
+        params = [cv2.IMWRITE_JPEG_QUALITY, q]
+        sub = samplings[int(rng.integers(0, 5))]
+        params += [cv2.IMWRITE_JPEG_SAMPLING_FACTOR, getattr(cv2, f"IMWRITE_JPEG_SAMPLING_FACTOR_{sub}")]
+        ri = int(rng.choice([0, 0, 1, 2, 5]))
+        if ri:
+            params += [cv2.IMWRITE_JPEG_RST_INTERVAL, ri]
+        if rng.random() < 0.3:
+            params += [cv2.IMWRITE_JPEG_OPTIMIZE, 1]
+        gray = rng.random() < 0.2
+        src = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY) if gray else img[..., ::-1]
+        ok, enc = cv2.imencode(".jpg", np.ascontiguousarray(src), params)
+        assert ok
+        names.append(f"{k}: {w}x{h} q{q} {'gray' if gray else sub} ri{ri}")
+        blobs.append(bytes(enc.tobytes()))
+    _check(names, blobs)
