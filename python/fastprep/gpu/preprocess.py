@@ -15,7 +15,7 @@ from .. import _core
 from ..errors import DecodeError
 from ..image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _limit, decode_batch
 from .backend import Backend, _backend, _staging, _upload
-from .jpeg_entropy import ScanPlan, decode_scans, parse_scan, plan_batch
+from .jpeg_entropy import EntropyBatch, ScanPlan, decode_scans, parse_scan, plan_batch
 from .jpeg_idct import JpegPlan, plan_jpeg, run_jpeg_decode
 from .normalize import run_normalize
 from .resize import _Image, run_resize
@@ -44,6 +44,32 @@ def _draft_denom(layout: dict[str, Any], shorter: int | None, size: tuple[int, i
 
 def _align(n: int, to: int = 256) -> int:
     return -(-n // to) * to
+
+
+def _plan_jpegs(
+    blobs: list[bytes],
+    layouts: list[dict[str, Any] | tuple[str, str]],
+    draft: bool,
+    shorter: int | None,
+    size: tuple[int, int] | None,
+    entropy: str,
+) -> tuple[dict[int, JpegPlan], dict[int, ScanPlan]]:
+    """The JPEGs the kernels decode, with their plans (the rest go through the CPU decoder), and
+    of those the baseline ones whose scans the GPU entropy-decodes (the others, progressive or
+    arithmetic, are entropy-decoded by libjpeg-turbo on the CPU)."""
+    plans: dict[int, JpegPlan] = {}
+    scans: dict[int, ScanPlan] = {}
+    for i, lay in enumerate(layouts):
+        if not isinstance(lay, dict):
+            continue
+        plan = plan_jpeg(lay, _draft_denom(lay, shorter, size) if draft else 1)
+        if plan is None:
+            continue
+        plans[i] = plan
+        sp = parse_scan(blobs[i], lay) if entropy == "gpu" else None
+        if sp is not None:
+            scans[i] = sp
+    return plans, scans
 
 
 def gpu_preprocess(
@@ -104,24 +130,7 @@ def gpu_preprocess(
     n = len(blobs)
     limit = _limit(max_pixels)
     layouts = _core.jpeg_layouts(blobs, limit, apply_exif_orientation, num_threads) if blobs else []
-    # The JPEGs the kernels decode, with their plans; the rest go through the CPU decoder.
-    plans: dict[int, JpegPlan] = {}
-    for i, lay in enumerate(layouts):
-        if isinstance(lay, dict):
-            denom = _draft_denom(lay, resize_shorter, size) if draft else 1
-            plan = plan_jpeg(lay, denom)
-            if plan is not None:
-                plans[i] = plan
-    # Baseline JPEGs are entropy-decoded on the GPU from their compressed scans; the others the
-    # kernels decode (progressive, arithmetic, ...) are entropy-decoded by libjpeg-turbo on the CPU.
-    scans: dict[int, ScanPlan] = {}
-    if entropy == "gpu":
-        for i in plans:
-            lay = layouts[i]
-            assert isinstance(lay, dict)
-            sp = parse_scan(blobs[i], lay)
-            if sp is not None:
-                scans[i] = sp
+    plans, scans = _plan_jpegs(blobs, layouts, draft, resize_shorter, size, entropy)
     # The coefficient region: the CPU-entropy JPEGs' first (uploaded), then the GPU-entropy ones'
     # (zeroed and written on the device).
     cpu_jpeg = [i for i in plans if i not in scans]
@@ -159,40 +168,9 @@ def gpu_preprocess(
         off += _align(plan.width * plan.height * 3)
     flat = xp.empty(max(off, 1), dtype="uint8")
     late: dict[int, Any] = {}
-    status = None
-    if batch is not None:
-        # Only the compressed scans go up: the GPU unstuffs and decodes them into coefficients
-        # while the CPU entropy-decodes the other JPEGs below.
-        for i, at in zip(scan_idx, batch.src_offsets, strict=True):
-            sp = scans[i]
-            host[scan_at + at : scan_at + at + sp.end - sp.start] = memoryview(blobs[i])[sp.start : sp.end]
-        _upload(be, flat, host, scan_at, scan_at + batch.nbytes)
-        flat[gpu_coefs:coef_bytes] = 0
-        coefs_all = flat[:coef_bytes].view(xp.int16)
-        status = decode_scans(be, flat[scan_at : scan_at + batch.nbytes], batch, coefs_all)
-    refused: list[int] = []
-    if cpu_jpeg:
-        # Entropy decoding in a few chunks, each chunk's coefficients copied to the device
-        # (asynchronously, from pinned memory) while the CPU decodes the next one.
-        threads = num_threads or os.cpu_count() or 1
-        chunks = max(1, min(4, len(cpu_jpeg) // threads))
-        step = -(-len(cpu_jpeg) // chunks)
-        errors: list[Any] = []
-        for lo in range(0, len(cpu_jpeg), step):
-            part = cpu_jpeg[lo : lo + step]
-            errors += _core.jpeg_coefficients_into(
-                [blobs[i] for i in part], [coef_offsets[i] for i in part], host, num_threads
-            )
-            end = coef_offsets[part[-1]] + _align(2 * plans[part[-1]].coefficients)
-            _upload(be, flat, host, coef_offsets[part[0]], end)
-        refused = [i for i, e in zip(cpu_jpeg, errors, strict=True) if e is not None]
-    if status is not None:
-        # The one read-back of the path: a status word per GPU-decoded scan. A scan the kernels
-        # flag (damaged, or what they do not decode as libjpeg-turbo does) goes to the CPU.
-        import numpy as np
-
-        flags = getattr(xp, "asnumpy", np.asarray)(status)
-        refused += [i for k, i in enumerate(scan_idx) if flags[k]]
+    refused = _entropy_decode(
+        be, blobs, plans, scans, batch, coef_offsets, (gpu_coefs, scan_at), host, flat, num_threads
+    )
     if refused:
         for i in refused:  # the CPU decoder has the last word on a file refused here
             del plans[i]
@@ -239,27 +217,10 @@ def gpu_preprocess(
                 flat,
                 [rgb_offsets[i] for i in idx],
             )
-        srcs, targets, windows = [], [], []
-        for i in ok_idx:
-            if i in plans:
-                lay = layouts[i]
-                assert isinstance(lay, dict)
-                swap = plans[i].orientation >= 5
-                fw, fh = (lay["height"], lay["width"]) if swap else (lay["width"], lay["height"])
-                w, h = plans[i].oriented_size
-                start = rgb_offsets[i]
-            else:
-                h, w = decoded[i].shape[:2]
-                fw, fh = _full_size(layouts[i], w, h, draft)
-                start = pix_offsets[i]
-            # The target comes from the full-size image, also after a draft decode (as the CPU
-            # pipeline does, so that draft and exact mode crop the same region).
-            tw, th = _resized_size(resize_shorter, size, fw, fh)
-            if cw > tw or ch > th:
-                raise ValueError(f"crop {cw}x{ch} does not fit in the resized {tw}x{th} image {i}")
-            windows.append((round((tw - cw) / 2.0), round((th - ch) / 2.0), cw, ch))
-            targets.append((tw, th))
-            srcs.append(_Image(start, h, w, w * 3, 3, 1))
+        where = {i: rgb_offsets[i] if i in plans else pix_offsets[i] for i in ok_idx}
+        srcs, targets, windows = _crop_windows(
+            ok_idx, plans, layouts, decoded, where, draft, resize_shorter, size, cw, ch
+        )
         crops = xp.empty(len(ok_idx) * per, dtype="uint8")
         outs = [_Image(k * per, ch, cw, cw * 3, 3, 1) for k in range(len(ok_idx))]
         run_resize(be, flat, srcs, 3, "uint8", targets, windows, filter, True, crops, outs)
@@ -281,6 +242,101 @@ def gpu_preprocess(
         ok[ok_idx] = True
         return batch, ok
     return batch
+
+
+def _crop_windows(
+    ok_idx: list[int],
+    plans: dict[int, JpegPlan],
+    layouts: list[dict[str, Any] | tuple[str, str]],
+    decoded: dict[int, Any],
+    where: dict[int, int],
+    draft: bool,
+    shorter: int | None,
+    size: tuple[int, int] | None,
+    cw: int,
+    ch: int,
+) -> tuple[list[_Image], list[tuple[int, int]], list[tuple[int, int, int, int]]]:
+    """Per decoded image (at byte where[i] of the device buffer): its RGB image, its resize target
+    and the centred crop window of that target."""
+    srcs, targets, windows = [], [], []
+    for i in ok_idx:
+        if i in plans:
+            lay = layouts[i]
+            assert isinstance(lay, dict)
+            swap = plans[i].orientation >= 5
+            fw, fh = (lay["height"], lay["width"]) if swap else (lay["width"], lay["height"])
+            w, h = plans[i].oriented_size
+        else:
+            h, w = decoded[i].shape[:2]
+            fw, fh = _full_size(layouts[i], w, h, draft)
+        # The target comes from the full-size image, also after a draft decode (as the CPU
+        # pipeline does, so that draft and exact mode crop the same region).
+        tw, th = _resized_size(shorter, size, fw, fh)
+        if cw > tw or ch > th:
+            raise ValueError(f"crop {cw}x{ch} does not fit in the resized {tw}x{th} image {i}")
+        windows.append((round((tw - cw) / 2.0), round((th - ch) / 2.0), cw, ch))
+        targets.append((tw, th))
+        srcs.append(_Image(where[i], h, w, w * 3, 3, 1))
+    return srcs, targets, windows
+
+
+def _entropy_decode(
+    be: Backend,
+    blobs: list[bytes],
+    plans: dict[int, JpegPlan],
+    scans: dict[int, ScanPlan],
+    batch: EntropyBatch | None,
+    coef_offsets: dict[int, int],
+    at: tuple[int, int],
+    host: Any,
+    flat: Any,
+    num_threads: int | None,
+) -> list[int]:
+    """Every planned JPEG's coefficients into flat[coef_offsets[i]:]: the scans of `batch` go up
+    (from `host`, at byte at[1] of both buffers) and are decoded on the GPU into the zeroed region
+    from byte at[0]; the other JPEGs are entropy-decoded on the CPU into `host` and uploaded chunk
+    by chunk meanwhile. Returns the JPEGs refused (by libjpeg-turbo's coefficient reader, or
+    flagged by the GPU decoder): the CPU decoder has the last word on those."""
+    import numpy as np
+
+    xp = be.xp
+    gpu_coefs, scan_at = at
+    coef_bytes = scan_at
+    status = None
+    scan_idx = list(scans)
+    if batch is not None:
+        # Only the compressed scans go up: the GPU unstuffs and decodes them into coefficients
+        # while the CPU entropy-decodes the other JPEGs below.
+        for i, src in zip(scan_idx, batch.src_offsets, strict=True):
+            sp = scans[i]
+            host[scan_at + src : scan_at + src + sp.end - sp.start] = memoryview(blobs[i])[sp.start : sp.end]
+        _upload(be, flat, host, scan_at, scan_at + batch.nbytes)
+        flat[gpu_coefs:coef_bytes] = 0
+        coefs_all = flat[:coef_bytes].view(xp.int16)
+        status = decode_scans(be, flat[scan_at : scan_at + batch.nbytes], batch, coefs_all)
+    cpu_jpeg = [i for i in plans if i not in scans]
+    refused: list[int] = []
+    if cpu_jpeg:
+        # Entropy decoding in a few chunks, each chunk's coefficients copied to the device
+        # (asynchronously, from pinned memory) while the CPU decodes the next one.
+        threads = num_threads or os.cpu_count() or 1
+        chunks = max(1, min(4, len(cpu_jpeg) // threads))
+        step = -(-len(cpu_jpeg) // chunks)
+        errors: list[Any] = []
+        for lo in range(0, len(cpu_jpeg), step):
+            part = cpu_jpeg[lo : lo + step]
+            errors += _core.jpeg_coefficients_into(
+                [blobs[i] for i in part], [coef_offsets[i] for i in part], host, num_threads
+            )
+            end = coef_offsets[part[-1]] + _align(2 * plans[part[-1]].coefficients)
+            _upload(be, flat, host, coef_offsets[part[0]], end)
+        refused = [i for i, e in zip(cpu_jpeg, errors, strict=True) if e is not None]
+    if status is not None:
+        # The one read-back of the path: a status word per GPU-decoded scan. A scan the kernels
+        # flag (damaged, or what they do not decode as libjpeg-turbo does) goes to the CPU.
+        flags = getattr(xp, "asnumpy", np.asarray)(status)
+        refused += [i for k, i in enumerate(scan_idx) if flags[k]]
+    return refused
 
 
 def _full_size(layout: dict[str, Any] | tuple[str, str], w: int, h: int, draft: bool) -> tuple[int, int]:
