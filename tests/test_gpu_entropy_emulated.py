@@ -271,3 +271,14 @@ def test_random_encodings_equal_libjpeg_turbo():
         names.append(f"{k}: {w}x{h} q{q} {'gray' if gray else sub} ri{ri}")
         blobs.append(bytes(enc.tobytes()))
     _check(names, blobs)
+
+
+def test_an_empty_scan_is_short_and_alone_launches_no_tiles():
+    good = data.jpeg(_crop("flower.jpg", 40, 24), quality=90)
+    sos = good.index(b"\xff\xda")
+    empty = good[: sos + 2 + int.from_bytes(good[sos + 2 : sos + 4], "big")] + b"\xff\xd9"
+    _, status = gpu_coefficients([empty, good, empty])
+    assert status == [4, 0, 4]
+    be = EmuBackend()
+    _, status = gpu_coefficients([empty], be)
+    assert status == [4] and "jpeg_unstuff_count" not in [k for k, _, _ in be.launches]
