@@ -142,16 +142,19 @@ def _host_transfers(fn: Any) -> dict[str, Any]:
 
 
 def _jpegs(n: int) -> tuple[list[bytes], str]:
-    """n JPEGs: the photos shipped in the wheel, re-encoded at 1920x1080 4:2:0 quality 90 with
-    OpenCV where it is installed (a camera-like size), else as shipped."""
+    """n JPEGs: the photos shipped in the wheel, re-encoded at 1920x1080 4:2:0 quality 90 (a
+    camera-like size) with OpenCV where it is installed, else with Pillow (torchvision's
+    dependency), else as shipped."""
+    import io
     import pathlib
 
     folder = pathlib.Path(fastprep.__file__).parent / "data" / "images"
     raw = [p.read_bytes() for p in sorted(folder.glob("*.jpg"))]
+    blobs: list[bytes] = []
+    what = "the wheel's sample photos as shipped"
     try:
         import cv2
 
-        blobs = []
         for k, b in enumerate(raw):
             img = cv2.imdecode(np.frombuffer(b, np.uint8), cv2.IMREAD_COLOR)
             img = cv2.resize(img, (1920, 1080), interpolation=cv2.INTER_CUBIC)
@@ -161,7 +164,19 @@ def _jpegs(n: int) -> tuple[list[bytes], str]:
             blobs.append(enc.tobytes())
         what = "1920x1080 4:2:0 q90 (OpenCV re-encoded)"
     except Exception:
-        blobs, what = raw, "the wheel's sample photos as shipped"
+        try:
+            from PIL import Image
+
+            blobs = []
+            for k, b in enumerate(raw):
+                img = Image.open(io.BytesIO(b)).convert("RGB").resize((1920, 1080), Image.Resampling.BICUBIC)
+                arr = np.ascontiguousarray(np.roll(np.asarray(img), 37 * k, axis=1))
+                buf = io.BytesIO()
+                Image.fromarray(arr).save(buf, "JPEG", quality=90, subsampling=2)
+                blobs.append(buf.getvalue())
+            what = "1920x1080 4:2:0 q90 (Pillow re-encoded)"
+        except Exception:
+            blobs = raw
     return [blobs[i % len(blobs)] for i in range(n)], what
 
 
@@ -313,10 +328,10 @@ def _device_coefficients_check(blobs: list[bytes]) -> dict[str, Any]:
         assert sp is not None
         src[at : at + sp.end - sp.start] = np.frombuffer(b, np.uint8, sp.end - sp.start, sp.start)
     coefs = cupy.zeros(sum(counts), cupy.int16)
-    status = ge.decode_scans(gpu._backend(), cupy.asarray(src), batch, coefs).get()
+    status = cupy.asnumpy(ge.decode_scans(gpu._backend(), cupy.asarray(src), batch, coefs))
     want = np.zeros(sum(counts), np.int16)
     errors = _core.jpeg_coefficients_into(blobs, [2 * o for o in offsets], want.view(np.uint8))
-    got = coefs.get()
+    got = cupy.asnumpy(coefs)
     return {
         "images": len(blobs),
         "flagged": int(np.count_nonzero(status[: len(blobs)])),
