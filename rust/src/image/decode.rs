@@ -4,7 +4,17 @@
 //! The decoders give the file's own channels (`Raw`); the mode conversions here are Pillow's
 //! (libImaging/Convert.c) so that, e.g., `mode="L"` of a colour JPEG is Pillow's ITU-R 601 luma of
 //! the decoded RGB, not libjpeg's Y channel, which differs by rounding.
+use super::alloc::{self, AllocError};
 pub use crate::error::DecodeError;
+
+/// The error of an image whose buffers could not be allocated.
+pub fn no_memory(width: usize, height: usize, e: AllocError) -> DecodeError {
+    DecodeError::NoMemory {
+        width,
+        height,
+        detail: e.to_string(),
+    }
+}
 
 /// Pillow's default `Image.MAX_IMAGE_PIXELS` (1024 * 1024 * 1024 // 4 // 3).
 pub const DEFAULT_MAX_PIXELS: u64 = 89_478_485;
@@ -240,11 +250,11 @@ pub fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Image, DecodeError> {
             (out.raw, out.exif)
         }
     };
-    let mut img = convert(raw, opts.mode);
+    let mut img = convert(raw, opts.mode)?;
     if opts.apply_exif_orientation {
         let o = orientation(data, format, png_exif);
         if o != 1 {
-            img = orient(&img, o);
+            img = orient(&img, o)?;
         }
     }
     Ok(img)
@@ -275,7 +285,7 @@ fn cmyk_to_rgb(p: &[u8]) -> [u8; 3] {
 }
 
 /// Converts to `mode` with Pillow's conversions (alpha dropped, not composited, as Pillow does).
-pub fn convert(raw: Raw, mode: Mode) -> Image {
+pub fn convert(raw: Raw, mode: Mode) -> Result<Image, DecodeError> {
     use RawKind as K;
     let (w, h) = (raw.width, raw.height);
     let src = &raw.pixels;
@@ -290,15 +300,16 @@ pub fn convert(raw: Raw, mode: Mode) -> Image {
         (Mode::Unchanged, _) | (Mode::L, K::L) | (Mode::Rgb, K::Rgb) | (Mode::Rgba, K::Rgba)
     );
     if keep {
-        return Image {
+        return Ok(Image {
             width: w,
             height: h,
             channels: out_channels,
             pixels: raw.pixels,
-        };
+        });
     }
-    let n = w * h;
-    let mut out = Vec::with_capacity(n * out_channels);
+    let mut out = alloc::product(&[w, h, out_channels])
+        .and_then(alloc::with_capacity)
+        .map_err(|e| no_memory(w, h, e))?;
     let cin = raw.kind.channels();
     for p in src.chunks_exact(cin) {
         let (rgb, a) = match raw.kind {
@@ -320,12 +331,12 @@ pub fn convert(raw: Raw, mode: Mode) -> Image {
             Mode::Unchanged => unreachable!("handled above"),
         }
     }
-    Image {
+    Ok(Image {
         width: w,
         height: h,
         channels: out_channels,
         pixels: out,
-    }
+    })
 }
 
 /// An EXIF orientation as (swap axes, flip x, flip y) of the output relative to the source,
@@ -345,14 +356,18 @@ pub fn orientation_axes(orientation: u32) -> (bool, bool, bool) {
 }
 
 /// Applies an EXIF orientation (2-8) like Pillow's `ImageOps.exif_transpose`.
-pub fn orient(img: &Image, orientation: u32) -> Image {
+pub fn orient(img: &Image, orientation: u32) -> Result<Image, DecodeError> {
     let (w, h, c) = (img.width, img.height, img.channels);
+    let mut out = alloc::zeroed(img.pixels.len()).map_err(|e| no_memory(w, h, e))?;
     if !(2..=8).contains(&orientation) {
-        return img.clone();
+        out.copy_from_slice(&img.pixels);
+        return Ok(Image {
+            pixels: out,
+            ..*img
+        });
     }
     let (swap, fx, fy) = orientation_axes(orientation);
     let (ow, oh) = if swap { (h, w) } else { (w, h) };
-    let mut out = vec![0u8; img.pixels.len()];
     for oy in 0..oh {
         for ox in 0..ow {
             // Output (ox, oy) reads source (sx, sy).
@@ -370,12 +385,12 @@ pub fn orient(img: &Image, orientation: u32) -> Image {
             out[d..d + c].copy_from_slice(&img.pixels[s..s + c]);
         }
     }
-    Image {
+    Ok(Image {
         width: ow,
         height: oh,
         channels: c,
         pixels: out,
-    }
+    })
 }
 
 #[cfg(test)]

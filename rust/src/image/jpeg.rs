@@ -1,8 +1,8 @@
 //! JPEG decoding through libjpeg-turbo's TurboJPEG 3 API, set up as Pillow sets up libjpeg: ISLOW
 //! integer IDCT and fancy (smooth) chroma upsampling, both TurboJPEG's defaults. That is what makes
 //! the pixels identical to Pillow's, OpenCV's and torchvision's.
+use super::alloc;
 use super::decode::{DecodeError, Raw, RawKind};
-use std::cell::RefCell;
 use std::ffi::CStr;
 use turbojpeg_sys as tj;
 
@@ -10,8 +10,7 @@ use turbojpeg_sys as tj;
 /// thousands of tiny scans otherwise takes seconds to decode; this makes it fail fast instead.
 const SCAN_LIMIT: i32 = 500;
 
-/// One TurboJPEG handle per thread: creating one costs an allocation of its error manager and
-/// tables, and a handle must not be shared between threads.
+/// A TurboJPEG handle, destroyed on drop.
 struct Handle(tj::tjhandle);
 
 impl Drop for Handle {
@@ -21,52 +20,46 @@ impl Drop for Handle {
     }
 }
 
-thread_local! {
-    static HANDLE: RefCell<Option<Handle>> = const { RefCell::new(None) };
-    static TRANSFORM: RefCell<Option<Handle>> = const { RefCell::new(None) };
-}
-
-fn with_slot<R, E: From<DecodeError>>(
-    slot: &RefCell<Option<Handle>>,
+/// Runs `f` on a new TurboJPEG handle of `kind`, destroyed afterwards. Never a reused one:
+/// libjpeg keeps the Huffman and quantization tables of one image in its decompressor for the
+/// next (that is how abbreviated streams work), so a JPEG without DHT (a Motion-JPEG frame,
+/// which relies on the standard tables that libjpeg-turbo installs only into empty slots) would
+/// decode with the previous image's tables, and one without DQT would "decode" instead of
+/// failing. Pillow and OpenCV create a decompressor per image too. A handle costs one
+/// allocation of its state and tables, about 1% of decoding even a 64x64 JPEG (measured with
+/// `decode` in a loop), so nothing is cached.
+fn with_fresh<R, E: From<DecodeError>>(
     kind: tj::TJINIT,
     f: impl FnOnce(tj::tjhandle) -> Result<R, E>,
 ) -> Result<R, E> {
-    let mut slot = slot.borrow_mut();
-    if slot.is_none() {
-        // SAFETY: plain constructor; a null return is checked.
-        let h = unsafe { tj::tj3Init(kind as i32) };
-        if h.is_null() {
-            return Err(DecodeError::Resources(
-                "could not create a libjpeg-turbo decompressor".into(),
-            )
-            .into());
-        }
-        // SAFETY: a live handle; the parameter exists in TurboJPEG 3.
-        unsafe { tj::tj3Set(h, tj::TJPARAM_TJPARAM_SCANLIMIT as i32, SCAN_LIMIT) };
-        *slot = Some(Handle(h));
+    // SAFETY: plain constructor; a null return is checked.
+    let h = unsafe { tj::tj3Init(kind as i32) };
+    if h.is_null() {
+        return Err(DecodeError::Resources(
+            "could not create a libjpeg-turbo decompressor (out of memory?)".into(),
+        )
+        .into());
     }
-    let result = f(slot.as_ref().map_or(std::ptr::null_mut(), |h| h.0));
-    if result.is_err() {
-        // libjpeg keeps state across images in one decompressor (Huffman and quantization
-        // tables, for abbreviated streams); after a corrupt file that state can poison the
-        // next good one, so a failed handle is replaced.
-        *slot = None;
-    }
+    let handle = Handle(h);
+    // SAFETY: a live handle; the parameter exists in TurboJPEG 3.
+    unsafe { tj::tj3Set(h, tj::TJPARAM_TJPARAM_SCANLIMIT as i32, SCAN_LIMIT) };
+    let result = f(handle.0);
+    drop(handle);
     result
 }
 
 fn with_handle<R, E: From<DecodeError>>(
     f: impl FnOnce(tj::tjhandle) -> Result<R, E>,
 ) -> Result<R, E> {
-    HANDLE.with(|cell| with_slot(cell, tj::TJINIT_TJINIT_DECOMPRESS, f))
+    with_fresh(tj::TJINIT_TJINIT_DECOMPRESS, f)
 }
 
-/// A thread's TurboJPEG handle for lossless transformation (which is how the quantized DCT
-/// coefficients are read: `jpeg_coeffs`).
+/// A TurboJPEG handle for lossless transformation (which is how the quantized DCT coefficients
+/// are read: `jpeg_coeffs`), new for each image like the decompressor's.
 pub(super) fn with_transform_handle<R>(
     f: impl FnOnce(tj::tjhandle) -> Result<R, DecodeError>,
 ) -> Result<R, DecodeError> {
-    TRANSFORM.with(|cell| with_slot(cell, tj::TJINIT_TJINIT_TRANSFORM, f))
+    with_fresh(tj::TJINIT_TJINIT_TRANSFORM, f)
 }
 
 pub(super) fn error_string(h: tj::tjhandle) -> String {
@@ -343,7 +336,10 @@ fn decode_rect(
             )));
         }
         let mut pixels = buf;
-        pixels.resize(width * height * channels, 0);
+        // Fallible: a 65535 x 65535 CMYK header asks for 17 GB.
+        alloc::product(&[width, height, channels])
+            .and_then(|n| alloc::resize_zeroed(&mut pixels, n))
+            .map_err(|e| super::decode::no_memory(width, height, e))?;
         // SAFETY: `pixels` holds exactly width*height*channels bytes, the size TurboJPEG writes
         // for this pixel format and scaling factor with pitch 0 (= width * channels).
         let rc = unsafe {

@@ -1,5 +1,6 @@
 //! Image preprocessing on the CPU: decoding (`decode`, over libjpeg-turbo and the `png` crate)
 //! and Pillow-exact convolution resize (`resize`).
+pub mod alloc;
 pub mod decode;
 mod jpeg;
 pub mod jpeg_coeffs;

@@ -3,7 +3,8 @@
 //! Pillow's PngImagePlugin modes: 16-bit RGB/RGBA/LA keep the high byte ("RGB;16B"), 16-bit gray
 //! opens as "I;16" and is clamped to 255 when converted to 8-bit (Pillow's I;16 -> L), gray of
 //! 1, 2 and 4 bits is scaled to 0..255, palettes are expanded, and tRNS becomes an alpha channel.
-use super::decode::{check_pixels, DecodeError, Raw, RawKind};
+use super::alloc;
+use super::decode::{check_pixels, no_memory, DecodeError, Raw, RawKind};
 use png::{BitDepth, ColorType, Transformations};
 use std::io::Cursor;
 
@@ -27,16 +28,122 @@ pub struct PngOut {
     pub exif: Option<Vec<u8>>,
 }
 
-pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeError> {
-    // The size is checked from IHDR (always the first chunk) before the decoder reads further.
-    if let Some(ihdr) = data.get(16..24) {
-        let w = u32::from_be_bytes([ihdr[0], ihdr[1], ihdr[2], ihdr[3]]) as usize;
-        let h = u32::from_be_bytes([ihdr[4], ihdr[5], ihdr[6], ihdr[7]]) as usize;
-        if w > 0 && h > 0 {
-            check_pixels(w, h, max_pixels)?;
+/// Deflate's largest expansion: a 258-byte match costs at least one bit per literal/length code
+/// and one per distance code, so 1 compressed byte never yields more than 1032 bytes.
+const MAX_INFLATE_RATIO: u64 = 1032;
+
+/// What the chunks before the image data say: the header's size and filtered row bytes, and
+/// the bytes of every IDAT chunk.
+struct Walk {
+    width: usize,
+    height: usize,
+    /// Bytes the image data inflates to: a filter byte and the packed samples per row.
+    raw_bytes: Option<u64>,
+    idat_bytes: u64,
+}
+
+/// Walks the chunks as Pillow's `PngImageFile._open` does: each chunk up to the first IDAT is
+/// read and its CRC checked (Pillow: "broken PNG file (bad header checksum ...)"); the IDAT
+/// chunks' CRCs and anything after them are not (Pillow reads them without checking). Also
+/// sums the IDAT lengths, so that a header claiming more pixels than its data can inflate to
+/// is refused before anything is allocated for it (Pillow refuses it as truncated, after
+/// allocating the whole image).
+fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
+    let be32 = |i: usize| {
+        data.get(i..i + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let mut walk = Walk {
+        width: 0,
+        height: 0,
+        raw_bytes: None,
+        idat_bytes: 0,
+    };
+    let mut i = 8;
+    let mut in_header = true;
+    while let (Some(len), Some(kind)) = (be32(i), data.get(i + 4..i + 8)) {
+        let len = len as usize;
+        let body = i + 8..(i + 8).saturating_add(len);
+        if kind == b"IDAT" {
+            in_header = false;
+            walk.idat_bytes += len as u64;
+        } else if kind == b"IEND" {
+            break;
+        }
+        if in_header {
+            let (Some(chunk), Some(crc)) = (data.get(i + 4..body.end), be32(body.end)) else {
+                break;
+            };
+            if crc32(chunk) != crc {
+                return Err(DecodeError::Corrupt(
+                    "PNG",
+                    format!(
+                        "bad checksum (CRC) in the {} chunk, as Pillow reports it",
+                        String::from_utf8_lossy(kind)
+                    ),
+                ));
+            }
+            if kind == b"IHDR" && len >= 13 {
+                let d = &data[body.start..body.end];
+                walk.width = u32::from_be_bytes([d[0], d[1], d[2], d[3]]) as usize;
+                walk.height = u32::from_be_bytes([d[4], d[5], d[6], d[7]]) as usize;
+                let (depth, color) = (u64::from(d[8]), d[9]);
+                let samples = match color {
+                    0 | 3 => 1,
+                    2 => 3,
+                    4 => 2,
+                    6 => 4,
+                    _ => 0,
+                };
+                let row_bits = (walk.width as u64).checked_mul(samples * depth);
+                // Interlaced images have more filter bytes, never fewer sample bytes.
+                walk.raw_bytes = row_bits
+                    .and_then(|b| (b.div_ceil(8) + 1).checked_mul(walk.height as u64))
+                    .filter(|_| samples > 0);
+            }
+        }
+        i = body.end.saturating_add(4);
+    }
+    Ok(walk)
+}
+
+/// The CRC-32 of PNG (ISO 3309), bitwise: only the few chunks before the image data go
+/// through it, so a table-driven one would not pay for itself.
+fn crc32(bytes: &[u8]) -> u32 {
+    let mut c = !0u32;
+    for &b in bytes {
+        c ^= u32::from(b);
+        for _ in 0..8 {
+            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
         }
     }
-    let mut decoder = png::Decoder::new(Cursor::new(data));
+    !c
+}
+
+pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeError> {
+    let walk = walk_chunks(data)?;
+    // The size is checked from IHDR (always the first chunk) before the decoder reads further.
+    if walk.width > 0 && walk.height > 0 {
+        check_pixels(walk.width, walk.height, max_pixels)?;
+    }
+    if let Some(raw) = walk.raw_bytes {
+        if raw > walk.idat_bytes.saturating_mul(MAX_INFLATE_RATIO) + 1024 {
+            return Err(DecodeError::Truncated(
+                "PNG",
+                format!(
+                    "the header claims {}x{} pixels ({raw} bytes of image data) but the file's \
+                     {} bytes of compressed data cannot hold that many",
+                    walk.width, walk.height, walk.idat_bytes
+                ),
+            ));
+        }
+    }
+    // CRCs are checked by the walk where Pillow checks them (the image data's are not), and the
+    // zlib stream's Adler-32 is checked as Pillow's zlib checks it.
+    let mut options = png::DecodeOptions::default();
+    options.set_ignore_crc(true);
+    options.set_ignore_adler32(false);
+    let mut decoder = png::Decoder::new_with_options(Cursor::new(data), options);
     decoder.set_transformations(Transformations::EXPAND);
     // The crate's default cap (64 MiB) would refuse large legitimate images; the pixel limit
     // below is the real guard, so allow what that many 16-bit RGBA pixels take.
@@ -54,7 +161,7 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
     let size = reader.output_buffer_size().ok_or_else(|| {
         DecodeError::Resources(format!("a {width}x{height} PNG does not fit in memory"))
     })?;
-    let mut buf = vec![0u8; size];
+    let mut buf = alloc::zeroed(size).map_err(|e| no_memory(width, height, e))?;
     reader.next_frame(&mut buf).map_err(map_err)?;
     let mut kind = match color {
         ColorType::Grayscale => RawKind::L,
@@ -74,8 +181,9 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
             // Pillow: "I;16" -> "L" clamps (values above 255 become 255). The tRNS alpha, if the
             // expansion added one, is a 16-bit sample: its high byte like Pillow's "LA;16B".
             let per = kind.channels();
-            samples
-                .enumerate()
+            let mut out = alloc::with_capacity(width * height * per)
+                .map_err(|e| no_memory(width, height, e))?;
+            out.extend(samples.enumerate()
                 .map(|(i, s)| {
                     let v = u16::from_be_bytes([s[0], s[1]]);
                     if per == 2 && i % 2 == 1 {
@@ -83,19 +191,25 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
                     } else {
                         v.min(255) as u8
                     }
-                })
-                .collect()
+                }));
+            out
         } else if kind == RawKind::La {
             // Pillow opens 16-bit gray+alpha as RGBA ("LA;16B" unpacks to L, L, L, A).
-            let hi: Vec<u8> = samples.map(|s| s[0]).collect();
-            let mut rgba = Vec::with_capacity(hi.len() * 2);
-            for p in hi.chunks_exact(2) {
-                rgba.extend_from_slice(&[p[0], p[0], p[0], p[1]]);
+            let mut rgba = alloc::with_capacity(width * height * 4)
+                .map_err(|e| no_memory(width, height, e))?;
+            for p in buf.chunks_exact(4) {
+                rgba.extend_from_slice(&[p[0], p[0], p[0], p[2]]);
             }
             kind = RawKind::Rgba;
             rgba
         } else {
-            samples.map(|s| s[0]).collect()
+            // The high bytes, in place: the buffer is twice what they need.
+            let n = buf.len() / 2;
+            for i in 0..n {
+                buf[i] = buf[2 * i];
+            }
+            buf.truncate(n);
+            buf
         }
     } else {
         buf.truncate(width * height * kind.channels());

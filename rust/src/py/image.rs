@@ -9,13 +9,17 @@ use crate::image::{
     Mode, Window, DEFAULT_MAX_PIXELS,
 };
 use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 impl From<ImageError> for PyErr {
     fn from(e: ImageError) -> Self {
-        PyValueError::new_err(e.to_string())
+        match e {
+            // As Pillow: a resize whose buffers cannot be allocated raises MemoryError.
+            ImageError::NoMemory(m) => PyMemoryError::new_err(m),
+            e => PyValueError::new_err(e.to_string()),
+        }
     }
 }
 
@@ -388,7 +392,8 @@ pub fn resize_tables<'py>(
     if in_size == 0 || out_size == 0 {
         return Err(PyValueError::new_err("sizes must be positive"));
     }
-    let t = crate::image::resize::axis_tables(in_size, out_size, parse_filter(filter)?, antialias);
+    let t = crate::image::resize::axis_tables(in_size, out_size, parse_filter(filter)?, antialias)
+        .map_err(|e| PyMemoryError::new_err(format!("resize tables: {e}")))?;
     let bounds: Vec<u8> = t
         .bounds
         .iter()
