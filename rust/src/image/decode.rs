@@ -195,64 +195,31 @@ fn progressive_jpeg(data: &[u8]) -> bool {
     false
 }
 
-/// EXIF orientation (1-8) of the file, 1 when absent or unreadable (as Pillow treats it).
-pub fn orientation(data: &[u8], format: Format, png_exif: Option<Vec<u8>>) -> u32 {
-    let reader = exif::Reader::new();
-    let parsed = match (format, png_exif) {
-        (Format::Png, Some(raw)) => reader.read_raw(raw).ok(),
-        (Format::Png, None) => None,
-        (Format::Jpeg, _) => {
-            // Only the markers before the image data can hold EXIF: don't let the parser walk
-            // (or copy) the entropy-coded segment.
-            reader
-                .read_from_container(&mut std::io::Cursor::new(jpeg_header_segment(data)))
-                .ok()
-        }
-    };
-    parsed
-        .and_then(|e| {
-            e.get_field(exif::Tag::Orientation, exif::In::PRIMARY)
-                .and_then(|f| f.value.get_uint(0))
-        })
-        .filter(|o| (1..=8).contains(o))
-        .unwrap_or(1)
-}
-
-/// The bytes of a JPEG up to its first SOS marker, followed by EOI.
-fn jpeg_header_segment(data: &[u8]) -> Vec<u8> {
-    let mut i = 2;
-    while i + 4 <= data.len() && data[i] == 0xFF {
-        let marker = data[i + 1];
-        if marker == 0xDA || marker == 0xD9 {
-            break;
-        }
-        if marker == 0xFF {
-            i += 1;
-            continue;
-        }
-        i += 2 + usize::from(u16::from_be_bytes([data[i + 2], data[i + 3]]));
+/// EXIF orientation (1-8) of the file as Pillow's `ImageOps.exif_transpose` finds it, 1 when
+/// absent or unreadable (`orientation.rs`).
+pub fn orientation(data: &[u8], format: Format) -> u32 {
+    match format {
+        Format::Jpeg => super::orientation::jpeg(data),
+        Format::Png => super::orientation::png(data).unwrap_or(1),
     }
-    let mut head = data[..i.min(data.len())].to_vec();
-    head.extend_from_slice(&[0xFF, 0xD9]);
-    head
 }
 
 /// Decodes one JPEG or PNG file.
 pub fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Image, DecodeError> {
     let format = sniff(data)?;
-    let (raw, png_exif) = match format {
+    let (raw, png_orientation) = match format {
         Format::Jpeg => (
             super::jpeg::decode(data, opts.max_pixels, opts.scale_denom)?,
             None,
         ),
         Format::Png => {
             let out = super::png::decode(data, opts.max_pixels)?;
-            (out.raw, out.exif)
+            (out.raw, Some(out.orientation))
         }
     };
     let mut img = convert(raw, opts.mode)?;
     if opts.apply_exif_orientation {
-        let o = orientation(data, format, png_exif);
+        let o = png_orientation.unwrap_or_else(|| orientation(data, format));
         if o != 1 {
             img = orient(&img, o)?;
         }

@@ -117,9 +117,16 @@ fn has_frame_header(data: &[u8]) -> bool {
     let mut sof = false;
     while i + 4 <= data.len() {
         if data[i] != 0xFF {
-            // Stray bytes between markers: libjpeg skips them with a warning; judge by what the
-            // walk saw so far.
-            return sof;
+            // Stray bytes between markers: libjpeg skips them to the next 0xFF with a warning
+            // ("Corrupt JPEG data: N extraneous bytes"), and Pillow decodes such files, so the
+            // walk skips them too.
+            match data[i..].iter().position(|&b| b == 0xFF) {
+                Some(k) => {
+                    i += k;
+                    continue;
+                }
+                None => return false,
+            }
         }
         let marker = data[i + 1];
         match marker {
@@ -140,10 +147,15 @@ fn has_frame_header(data: &[u8]) -> bool {
     false
 }
 
-/// A non-zero TurboJPEG return: fatal, or a warning that still left a complete result (libjpeg's
-/// "corrupt data: N extraneous bytes" kind, which Pillow ignores too). Running out of data is
-/// refused, as Pillow refuses it ("image file is truncated").
-pub(super) fn check(h: tj::tjhandle, rc: i32) -> Result<(), DecodeError> {
+/// A non-zero TurboJPEG return: fatal, or a warning that still left a complete result, judged
+/// as Pillow judges the same file. Pillow ignores libjpeg's warnings ("N extraneous bytes before
+/// marker", "premature end of data segment" where a marker cuts a scan short) but feeds libjpeg
+/// through a suspending source, so a file whose data runs out is refused ("image file is
+/// truncated"). TurboJPEG's memory source instead warns "Premature end of JPEG file" and
+/// invents an EOI, and keeps only the last warning: so running out is told by that warning, or
+/// by a cut-short scan in data that has no marker after its last scan (what cut it short was
+/// the end of the data).
+pub(super) fn check(h: tj::tjhandle, rc: i32, data: &[u8]) -> Result<(), DecodeError> {
     if rc == 0 {
         return Ok(());
     }
@@ -151,9 +163,9 @@ pub(super) fn check(h: tj::tjhandle, rc: i32) -> Result<(), DecodeError> {
     let code = unsafe { tj::tj3GetErrorCode(h) };
     let msg = error_string(h);
     let lower = msg.to_ascii_lowercase();
-    // A handle can report a warning left over from an earlier image beside a fatal message, so
-    // the structural failures are refused by their text too.
-    let fatal = lower.contains("premature end")
+    let ran_out = lower.contains("premature end of jpeg file")
+        || (lower.contains("premature end of data segment") && !marker_after_last_scan(data));
+    let fatal = ran_out
         || lower.contains("invalid jpeg file structure")
         || lower.contains("contains no image");
     if code != tj::TJERR_TJERR_WARNING as i32 || fatal {
@@ -161,6 +173,25 @@ pub(super) fn check(h: tj::tjhandle, rc: i32) -> Result<(), DecodeError> {
     } else {
         Ok(())
     }
+}
+
+/// Whether a marker (other than a restart marker) follows the entropy-coded data of the last
+/// scan header in `data`.
+fn marker_after_last_scan(data: &[u8]) -> bool {
+    let Some(sos) = memchr::memmem::rfind(data, &[0xFF, 0xDA]) else {
+        return false;
+    };
+    let Some(len) = data.get(sos + 2..sos + 4) else {
+        return false;
+    };
+    let mut i = sos + 2 + usize::from(u16::from_be_bytes([len[0], len[1]]));
+    while i + 1 < data.len() {
+        if data[i] == 0xFF && !matches!(data[i + 1], 0x00 | 0xFF | 0xD0..=0xD7) {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 pub(super) fn header(h: tj::tjhandle, data: &[u8]) -> Result<JpegInfo, DecodeError> {
@@ -171,9 +202,11 @@ pub(super) fn header(h: tj::tjhandle, data: &[u8]) -> Result<JpegInfo, DecodeErr
         ));
     }
     // SAFETY: `data` is a valid slice for the duration of the call.
-    check(h, unsafe {
-        tj::tj3DecompressHeader(h, data.as_ptr(), data.len() as tj::size_t)
-    })?;
+    check(
+        h,
+        unsafe { tj::tj3DecompressHeader(h, data.as_ptr(), data.len() as tj::size_t) },
+        data,
+    )?;
     // SAFETY: a live handle on which a header was just read.
     let get = |p: u32| unsafe { tj::tj3Get(h, p as i32) };
     if get(tj::TJPARAM_TJPARAM_PRECISION) != 8 {
@@ -355,7 +388,7 @@ fn decode_rect(
         if rc != 0 && region.is_some() {
             return Err(Warned);
         }
-        check(h, rc)?;
+        check(h, rc, data)?;
         // Pillow always assumes Adobe's inverted CMYK (rawmode "CMYK;I", read and write alike).
         if kind == RawKind::Cmyk {
             for v in &mut pixels {

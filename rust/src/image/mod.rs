@@ -3,6 +3,7 @@
 pub mod alloc;
 pub mod decode;
 mod jpeg;
+pub mod orientation;
 pub mod jpeg_coeffs;
 pub mod pipeline;
 mod png;

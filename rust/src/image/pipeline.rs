@@ -285,7 +285,7 @@ fn map_rect(r: Window, o: u32, w: usize, h: usize, to_stored: bool) -> Window {
 fn decode_jpeg(data: &[u8], spec: &Spec, crop: (usize, usize)) -> Result<Decoded, DecodeError> {
     let (sw, sh, _) = decode::stored_size(data)?;
     let o = if spec.apply_exif_orientation {
-        decode::orientation(data, Format::Jpeg, None)
+        decode::orientation(data, Format::Jpeg)
     } else {
         1
     };

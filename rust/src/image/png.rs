@@ -22,10 +22,10 @@ fn map_err(e: png::DecodingError) -> DecodeError {
     }
 }
 
-/// The EXIF block of an eXIf chunk, if any (for the orientation).
+/// The pixels and the EXIF orientation Pillow would apply (`orientation::png`).
 pub struct PngOut {
     pub raw: Raw,
-    pub exif: Option<Vec<u8>>,
+    pub orientation: u32,
 }
 
 /// Deflate's largest expansion: a 258-byte match costs at least one bit per literal/length code
@@ -40,6 +40,14 @@ struct Walk {
     /// Bytes the image data inflates to: a filter byte and the packed samples per row.
     raw_bytes: Option<u64>,
     idat_bytes: u64,
+    /// Whether an IEND chunk was found, and else where the last chunk whose body is whole
+    /// ends (before its CRC, which may be cut).
+    iend: bool,
+    body_end: usize,
+    /// IHDR's bit depth and colour type, and the tRNS chunk's body.
+    depth: u8,
+    color: u8,
+    trns: Option<Vec<u8>>,
 }
 
 /// Walks the chunks as Pillow's `PngImageFile._open` does: each chunk up to the first IDAT is
@@ -58,6 +66,11 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         height: 0,
         raw_bytes: None,
         idat_bytes: 0,
+        iend: false,
+        body_end: 8,
+        depth: 0,
+        color: 0,
+        trns: None,
     };
     let mut i = 8;
     let mut in_header = true;
@@ -68,7 +81,18 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
             in_header = false;
             walk.idat_bytes += len as u64;
         } else if kind == b"IEND" {
+            walk.iend = true;
             break;
+        }
+        if body.end <= data.len() {
+            walk.body_end = body.end;
+        } else {
+            // Pillow reads every chunk whose header is there (also after the image data) and
+            // refuses the file when its body is cut ("Truncated File Read").
+            return Err(DecodeError::Truncated(
+                "PNG",
+                format!("the {} chunk is cut short", String::from_utf8_lossy(kind)),
+            ));
         }
         if in_header {
             let (Some(chunk), Some(crc)) = (data.get(i + 4..body.end), be32(body.end)) else {
@@ -83,8 +107,12 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
                     ),
                 ));
             }
+            if kind == b"tRNS" {
+                walk.trns = Some(data[body.start..body.end].to_vec());
+            }
             if kind == b"IHDR" && len >= 13 {
                 let d = &data[body.start..body.end];
+                (walk.depth, walk.color) = (d[8], d[9]);
                 walk.width = u32::from_be_bytes([d[0], d[1], d[2], d[3]]) as usize;
                 walk.height = u32::from_be_bytes([d[4], d[5], d[6], d[7]]) as usize;
                 let (depth, color) = (u64::from(d[8]), d[9]);
@@ -107,6 +135,39 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
     Ok(walk)
 }
 
+/// Pillow's transparency for gray and RGB PNGs, which is not the spec's: the tRNS value is
+/// compared with the 8-bit samples Pillow holds (1-bit gray as 0/255 with any non-zero value
+/// meaning 255, 2- and 4-bit gray scaled to 0..255, 16-bit gray clamped to 255, 16-bit RGB's
+/// high bytes), not with the file's samples. fastprep's contract is Pillow's pixels, so the
+/// alpha the decoder derived from tRNS is replaced by that comparison.
+fn pillow_trns_alpha(pixels: &mut [u8], kind: RawKind, color: u8, depth: u8, trns: &[u8]) {
+    let be = |i: usize| {
+        trns.get(i..i + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+    };
+    match (color, kind) {
+        (0, RawKind::La) => {
+            let Some(mut v) = be(0) else { return };
+            if depth == 1 {
+                v = if v == 0 { 0 } else { 255 };
+            }
+            for p in pixels.chunks_exact_mut(2) {
+                p[1] = if u16::from(p[0]) == v { 0 } else { 255 };
+            }
+        }
+        (2, RawKind::Rgba) => {
+            let (Some(r), Some(g), Some(b)) = (be(0), be(2), be(4)) else {
+                return;
+            };
+            for p in pixels.chunks_exact_mut(4) {
+                let hit = [u16::from(p[0]), u16::from(p[1]), u16::from(p[2])] == [r, g, b];
+                p[3] = if hit { 0 } else { 255 };
+            }
+        }
+        _ => {}
+    }
+}
+
 /// The CRC-32 of PNG (ISO 3309), bitwise: only the few chunks before the image data go
 /// through it, so a table-driven one would not pay for itself.
 fn crc32(bytes: &[u8]) -> u32 {
@@ -122,6 +183,8 @@ fn crc32(bytes: &[u8]) -> u32 {
 
 pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeError> {
     let walk = walk_chunks(data)?;
+    // Read first: Pillow refuses some files for their text chunks alone.
+    let orientation = super::orientation::png(data)?;
     // The size is checked from IHDR (always the first chunk) before the decoder reads further.
     if walk.width > 0 && walk.height > 0 {
         check_pixels(walk.width, walk.height, max_pixels)?;
@@ -143,6 +206,20 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
     let mut options = png::DecodeOptions::default();
     options.set_ignore_crc(true);
     options.set_ignore_adler32(false);
+    // Pillow stops reading after the image data at the first chunk it cannot read, so a file
+    // without IEND (or whose last CRC is cut) decodes; the png crate wants IEND, so it gets one.
+    let patched;
+    let data = if walk.iend {
+        data
+    } else {
+        let mut v = alloc::with_capacity(walk.body_end + 16)
+            .map_err(|e| no_memory(walk.width, walk.height, e))?;
+        v.extend_from_slice(&data[..walk.body_end]);
+        v.extend_from_slice(&[0; 4]); // the CRC (not checked past the header chunks)
+        v.extend_from_slice(b"\0\0\0\0IEND\xaeB`\x82");
+        patched = v;
+        &patched[..]
+    };
     let mut decoder = png::Decoder::new_with_options(Cursor::new(data), options);
     decoder.set_transformations(Transformations::EXPAND);
     // The crate's default cap (64 MiB) would refuse large legitimate images; the pixel limit
@@ -156,7 +233,6 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
     let (width, height) = (info.width as usize, info.height as usize);
     check_pixels(width, height, max_pixels)?;
     let gray16 = info.color_type == ColorType::Grayscale && info.bit_depth == BitDepth::Sixteen;
-    let exif = info.exif_metadata.as_ref().map(|e| e.to_vec());
     let (color, depth) = reader.output_color_type();
     let size = reader.output_buffer_size().ok_or_else(|| {
         DecodeError::Resources(format!("a {width}x{height} PNG does not fit in memory"))
@@ -215,6 +291,10 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
         buf.truncate(width * height * kind.channels());
         buf
     };
+    let mut pixels = pixels;
+    if let (Some(t), 0 | 2) = (&walk.trns, walk.color) {
+        pillow_trns_alpha(&mut pixels, kind, walk.color, walk.depth, t);
+    }
     Ok(PngOut {
         raw: Raw {
             width,
@@ -222,6 +302,6 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
             kind,
             pixels,
         },
-        exif,
+        orientation,
     })
 }

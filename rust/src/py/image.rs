@@ -520,7 +520,7 @@ pub fn jpeg_layouts<'py>(
             }
             let layout = jpeg_coeffs::read_layout(d, max_pixels)?;
             let o = if apply_exif_orientation {
-                crate::image::decode::orientation(d, crate::image::decode::Format::Jpeg, None)
+                crate::image::decode::orientation(d, crate::image::decode::Format::Jpeg)
             } else {
                 1
             };
