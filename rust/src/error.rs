@@ -125,15 +125,10 @@ pub enum DecodeError {
     Resources(String),
     /// The image's buffers could not be allocated (its header may claim an absurd size).
     #[error(
-        "image of {width}x{height} pixels needs more memory than could be allocated ({detail}); \
-         the file's header may claim a size it does not hold, or pass max_pixels to refuse such \
-         images up front"
+        "{0}: more memory than could be allocated; the file's header may claim a size it does \
+         not hold, or pass max_pixels to refuse such images up front"
     )]
-    NoMemory {
-        width: usize,
-        height: usize,
-        detail: String,
-    },
+    NoMemory(String),
 }
 
 impl DecodeError {
@@ -147,7 +142,7 @@ impl DecodeError {
             Self::Unsupported(..) => "unsupported",
             Self::TooLarge { .. } => "too_large",
             Self::Resources(_) => "resources",
-            Self::NoMemory { .. } => "too_large",
+            Self::NoMemory(_) => "too_large",
         }
     }
 }

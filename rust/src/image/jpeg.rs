@@ -78,7 +78,9 @@ fn classify(msg: String) -> DecodeError {
     // libjpeg says "Premature end of JPEG file" (a warning) or "... empty ..." when data runs out;
     // Pillow refuses such files ("image file is truncated"), so fastprep does too.
     let lower = msg.to_ascii_lowercase();
-    if lower.contains("premature end") || lower.contains("empty") || lower.contains("truncated") {
+    if lower.contains("insufficient memory") {
+        DecodeError::NoMemory(format!("libjpeg-turbo: {msg}"))
+    } else if lower.contains("premature end") || lower.contains("empty") || lower.contains("truncated") {
         DecodeError::Truncated("JPEG", msg)
     } else if lower.contains("unsupported")
         || lower.contains("precision")
@@ -341,8 +343,30 @@ fn decode_rect(
         }
         let d = scale_denom as usize;
         let (full_w, full_h) = (info.width.div_ceil(d), info.height.div_ceil(d));
-        // SAFETY: a live handle whose header was just read (which sets TJPARAM_PROGRESSIVE).
-        let progressive = unsafe { tj::tj3Get(h, tj::TJPARAM_TJPARAM_PROGRESSIVE as i32) } == 1;
+        // SAFETY: a live handle whose header was just read (which sets TJPARAM_PROGRESSIVE and
+        // TJPARAM_ARITHMETIC).
+        let (progressive, arithmetic) = unsafe {
+            (
+                tj::tj3Get(h, tj::TJPARAM_TJPARAM_PROGRESSIVE as i32) == 1,
+                tj::tj3Get(h, tj::TJPARAM_TJPARAM_ARITHMETIC as i32) == 1,
+            )
+        };
+        // A sequential Huffman scan spends at least 2 bits on every block (a DC code and an
+        // AC end-of-block code) of its first component: a header claiming more blocks than
+        // that is a cut file, refused here before gigabytes are allocated and decoded from
+        // libjpeg's zero fill (Pillow refuses it too, as truncated, after doing that work).
+        let luma_blocks = (info.width as u64).div_ceil(8) * (info.height as u64).div_ceil(8);
+        if !progressive && !arithmetic && (data.len() as u64) * 4 < luma_blocks {
+            return Err(Failed(DecodeError::Truncated(
+                "JPEG",
+                format!(
+                    "the header claims {}x{} pixels, which its {} bytes cannot code",
+                    info.width,
+                    info.height,
+                    data.len()
+                ),
+            )));
+        }
         let region = want
             .filter(|_| !(progressive && super::jpeg_coeffs::block_smoothing(data)))
             .and_then(|w| region_to_decode(&info, scale_denom, w));

@@ -348,8 +348,8 @@ mod tests {
             let mut prefixed = b"Exif\0\0Exif\0\0".to_vec();
             prefixed.extend(&e);
             assert_eq!(tiff_orientation(&prefixed), Some(6));
-            assert_eq!(tiff_orientation(&e[..e.len() - 6]), Some(6), "cut after");
-            assert_eq!(tiff_orientation(&e[..e.len() - 12]), None, "cut inside");
+            assert_eq!(tiff_orientation(&e[..e.len() - 4]), Some(6), "next offset cut");
+            assert_eq!(tiff_orientation(&e[..e.len() - 6]), None, "entry cut");
         }
         let long = ifd(true, &[(0x112, 4, 1, 8)], 0);
         assert_eq!(tiff_orientation(&long), Some(8));

@@ -425,11 +425,7 @@ pub fn process_one(
         crop_window((rw, rh), (cw, ch)),
     )
     .map_err(|e| match e {
-        ImageError::NoMemory(m) => DecodeError::NoMemory {
-            width: rw,
-            height: rh,
-            detail: m,
-        },
+        ImageError::NoMemory(m) => DecodeError::NoMemory(m),
         e => DecodeError::Unsupported("resize", e.to_string()),
     })?;
     let resize_ns = nanos(t1);
