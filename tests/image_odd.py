@@ -210,6 +210,8 @@ def odd_pngs() -> dict[str, bytes]:
         "16bit-gray-trns-7": (3, 1, 16, 0, [gray16], 7),
         "16bit-gray-trns-255": (3, 1, 16, 0, [gray16], 255),
         "8bit-gray-trns-7": (2, 1, 8, 0, [b"\x07\x08"], 7),
+        "8bit-gray-trns-0x0107": (2, 1, 8, 0, [b"\x07\x08"], 0x0107),
+        "16bit-gray-trns-0x2007": (3, 1, 16, 0, [gray16], 0x2007),
     }
     for name, (w, h, depth, color, rows, t) in trns.items():
         out[name] = png_raw(w, h, depth, color, rows, struct.pack(">H", t))

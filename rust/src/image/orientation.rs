@@ -18,17 +18,39 @@ use super::decode::DecodeError;
 /// refused ("Decompressed data too large for PngImagePlugin.MAX_TEXT_CHUNK").
 const MAX_TEXT_CHUNK: usize = 1 << 20;
 
+/// What IFD0 says about orientation, as Pillow's `Exif` reads it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tiff {
+    /// Pillow's `Exif.load` raises (a header shorter than 8 bytes, or not a TIFF header): the
+    /// error is swallowed where Pillow first reads the EXIF (JpegImagePlugin's DPI probe),
+    /// leaving an empty EXIF *and* no XMP fallback, so no orientation at all.
+    Broken,
+    /// No Orientation entry: Pillow falls back to XMP.
+    Absent,
+    /// An Orientation entry; its value where it is one integer (else None: no transpose).
+    Present(Option<i64>),
+}
+
 /// The Orientation tag (274) of IFD0 of a TIFF-structured EXIF block (after any "Exif\0\0"
-/// prefixes), if present and a single integer.
-pub fn tiff_orientation(mut exif: &[u8]) -> Option<i64> {
+/// prefixes).
+pub fn tiff_orientation(mut exif: &[u8]) -> Tiff {
     while let Some(rest) = exif.strip_prefix(b"Exif\0\0") {
         exif = rest;
     }
-    let little = match exif.get(..4)? {
-        b"II*\0" => true,
-        b"MM\0*" => false,
-        _ => return None,
+    if exif.is_empty() {
+        return Tiff::Absent;
+    }
+    // Pillow's PREFIXES; the byte order is the first two bytes'. BigTIFF's IFDs differ and
+    // are not read here.
+    let little = match exif.get(..4) {
+        Some(b"II*\0" | b"II\0*") => true,
+        Some(b"MM\0*" | b"MM*\0") => false,
+        Some(b"II+\0" | b"MM\0+") if exif.len() >= 8 => return Tiff::Absent,
+        _ => return Tiff::Broken,
     };
+    if exif.len() < 8 {
+        return Tiff::Broken;
+    }
     let u16_at = |i: usize| {
         exif.get(i..i + 2).map(|b| {
             if little {
@@ -48,33 +70,61 @@ pub fn tiff_orientation(mut exif: &[u8]) -> Option<i64> {
             }
         })
     };
-    let ifd = u32_at(4)? as usize;
-    let count = usize::from(u16_at(ifd)?);
-    let mut found = None;
-    for k in 0..count {
+    let Some(ifd) = u32_at(4).map(|v| v as usize) else {
+        return Tiff::Broken;
+    };
+    let Some(count) = u16_at(ifd) else {
+        return Tiff::Absent;
+    };
+    let mut found = Tiff::Absent;
+    for k in 0..usize::from(count) {
         let e = ifd + 2 + 12 * k;
         // A truncated IFD: Pillow keeps the entries read so far.
-        let (Some(tag), Some(typ), Some(n)) = (u16_at(e), u16_at(e + 2), u32_at(e + 4)) else {
-            break;
-        };
         if exif.len() < e + 12 {
             break;
         }
-        if tag != 0x112 || n != 1 {
-            continue;
-        }
-        // One value of an integer type sits in the entry itself.
-        let v = match typ {
-            1 => i64::from(exif[e + 8]),
-            6 => i64::from(exif[e + 8] as i8),
-            3 => i64::from(u16_at(e + 8)?),
-            8 => i64::from(u16_at(e + 8)? as i16),
-            4 => i64::from(u32_at(e + 8)?),
-            9 => i64::from(u32_at(e + 8)? as i32),
+        let (Some(tag), Some(typ), Some(n)) = (u16_at(e), u16_at(e + 2), u32_at(e + 4)) else {
+            break;
+        };
+        // Pillow's TYPES and their sizes; an unknown type's entry is skipped.
+        let unit: u64 = match typ {
+            1 | 2 | 6 | 7 => 1,
+            3 | 8 => 2,
+            4 | 9 | 11 | 13 => 4,
+            5 | 10 | 12 | 16..=18 => 8,
             _ => continue,
         };
+        if tag != 0x112 {
+            continue;
+        }
+        let size = unit * u64::from(n);
+        let at = if size > 4 {
+            match u32_at(e + 8) {
+                Some(off) if u64::from(off) + size <= exif.len() as u64 => off as usize,
+                // Data past the end: Pillow warns and skips the entry.
+                _ => continue,
+            }
+        } else {
+            e + 8
+        };
+        let v = match (typ, n) {
+            (1 | 7, 1) => Some(i64::from(exif[at])),
+            (6, 1) => Some(i64::from(exif[at] as i8)),
+            (3, 1) => u16_at(at).map(i64::from),
+            (8, 1) => u16_at(at).map(|v| i64::from(v as i16)),
+            (4, 1) => u32_at(at).map(i64::from),
+            (9, 1) => u32_at(at).map(|v| i64::from(v as i32)),
+            // A rational equal to an integer hashes as that integer in Pillow's lookup.
+            (5, 1) => match (u32_at(at), u32_at(at + 4)) {
+                (Some(num), Some(den)) if den != 0 && num % den == 0 => {
+                    Some(i64::from(num / den))
+                }
+                _ => None,
+            },
+            _ => None,
+        };
         // A repeated tag: the later entry replaces the earlier, as in Pillow's dict.
-        found = Some(v);
+        found = Tiff::Present(v);
     }
     found
 }
@@ -104,9 +154,11 @@ fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
 
 /// What Pillow's `getexif` ends with: EXIF's orientation, else XMP's; 1 without either.
 fn resolve(exif: Option<&[u8]>, xmp: Option<&[u8]>) -> u32 {
-    let o = exif
-        .and_then(tiff_orientation)
-        .or_else(|| xmp.and_then(xmp_orientation));
+    let o = match exif.map_or(Tiff::Absent, tiff_orientation) {
+        Tiff::Broken => None,
+        Tiff::Present(v) => v,
+        Tiff::Absent => xmp.and_then(xmp_orientation),
+    };
     o.and_then(|v| u32::try_from(v).ok())
         .filter(|v| (1..=8).contains(v))
         .unwrap_or(1)
@@ -344,18 +396,27 @@ mod tests {
     fn ifd0_orientation_as_pillow_reads_it() {
         for little in [true, false] {
             let e = ifd(little, &[(0x110, 2, 4, 0), (0x112, 3, 1, 6)], 0xFFFF_FF00);
-            assert_eq!(tiff_orientation(&e), Some(6), "bad next-IFD offset");
+            assert_eq!(tiff_orientation(&e), Tiff::Present(Some(6)), "bad next-IFD offset");
             let mut prefixed = b"Exif\0\0Exif\0\0".to_vec();
             prefixed.extend(&e);
-            assert_eq!(tiff_orientation(&prefixed), Some(6));
-            assert_eq!(tiff_orientation(&e[..e.len() - 4]), Some(6), "next offset cut");
-            assert_eq!(tiff_orientation(&e[..e.len() - 6]), None, "entry cut");
+            assert_eq!(tiff_orientation(&prefixed), Tiff::Present(Some(6)));
+            assert_eq!(
+                tiff_orientation(&e[..e.len() - 4]),
+                Tiff::Present(Some(6)),
+                "next offset cut"
+            );
+            assert_eq!(tiff_orientation(&e[..e.len() - 6]), Tiff::Absent, "entry cut");
+            assert_eq!(tiff_orientation(&e[..7]), Tiff::Broken, "header cut");
         }
         let long = ifd(true, &[(0x112, 4, 1, 8)], 0);
-        assert_eq!(tiff_orientation(&long), Some(8));
+        assert_eq!(tiff_orientation(&long), Tiff::Present(Some(8)));
         let two = ifd(true, &[(0x112, 3, 1, 3), (0x112, 3, 1, 5)], 0);
-        assert_eq!(tiff_orientation(&two), Some(5));
-        assert_eq!(tiff_orientation(b"XX*\0\x08\0\0\0"), None);
+        assert_eq!(tiff_orientation(&two), Tiff::Present(Some(5)));
+        let pair = ifd(true, &[(0x112, 3, 2, 3)], 0);
+        assert_eq!(tiff_orientation(&pair), Tiff::Present(None));
+        assert_eq!(tiff_orientation(b"XX*\0\x08\0\0\0"), Tiff::Broken);
+        assert_eq!(resolve(Some(b"II*\0\x08\0\0"), Some(b"tiff:Orientation=\"6\"")), 1);
+        assert_eq!(resolve(Some(&long[..10]), Some(b"tiff:Orientation=\"6\"")), 6);
     }
 
     #[test]

@@ -94,6 +94,10 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
                 format!("the {} chunk is cut short", String::from_utf8_lossy(kind)),
             ));
         }
+        // Pillow reads tRNS after the image data too (the last one wins).
+        if kind == b"tRNS" {
+            walk.trns = Some(data[body.start..body.end].to_vec());
+        }
         if in_header {
             let (Some(chunk), Some(crc)) = (data.get(i + 4..body.end), be32(body.end)) else {
                 break;
@@ -106,9 +110,6 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
                         String::from_utf8_lossy(kind)
                     ),
                 ));
-            }
-            if kind == b"tRNS" {
-                walk.trns = Some(data[body.start..body.end].to_vec());
             }
             if kind == b"IHDR" && len >= 13 {
                 let d = &data[body.start..body.end];
@@ -138,7 +139,8 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
 /// Pillow's transparency for gray and RGB PNGs, which is not the spec's: the tRNS value is
 /// compared with the 8-bit samples Pillow holds (1-bit gray as 0/255 with any non-zero value
 /// meaning 255, 2- and 4-bit gray scaled to 0..255, 16-bit gray clamped to 255, 16-bit RGB's
-/// high bytes), not with the file's samples. fastprep's contract is Pillow's pixels, so the
+/// high bytes), not with the file's samples, and only its low byte counts (libImaging packs it
+/// into an 8-bit pixel: 0x2007 makes 7 transparent). fastprep's contract is Pillow's pixels, so the
 /// alpha the decoder derived from tRNS is replaced by that comparison.
 fn pillow_trns_alpha(pixels: &mut [u8], kind: RawKind, color: u8, depth: u8, trns: &[u8]) {
     let be = |i: usize| {
@@ -151,16 +153,18 @@ fn pillow_trns_alpha(pixels: &mut [u8], kind: RawKind, color: u8, depth: u8, trn
             if depth == 1 {
                 v = if v == 0 { 0 } else { 255 };
             }
+            let v = v as u8;
             for p in pixels.chunks_exact_mut(2) {
-                p[1] = if u16::from(p[0]) == v { 0 } else { 255 };
+                p[1] = if p[0] == v { 0 } else { 255 };
             }
         }
         (2, RawKind::Rgba) => {
             let (Some(r), Some(g), Some(b)) = (be(0), be(2), be(4)) else {
                 return;
             };
+            let t = [r as u8, g as u8, b as u8];
             for p in pixels.chunks_exact_mut(4) {
-                let hit = [u16::from(p[0]), u16::from(p[1]), u16::from(p[2])] == [r, g, b];
+                let hit = p[..3] == t;
                 p[3] = if hit { 0 } else { 255 };
             }
         }
@@ -293,6 +297,19 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
     };
     let mut pixels = pixels;
     if let (Some(t), 0 | 2) = (&walk.trns, walk.color) {
+        // The decoder may have dropped a tRNS it found malformed or repeated; Pillow reads
+        // the last one's first value, so the alpha channel is added where missing.
+        if matches!(kind, RawKind::L | RawKind::Rgb) && t.len() >= 2 * kind.channels() {
+            let c = kind.channels();
+            let mut with_alpha = alloc::with_capacity(width * height * (c + 1))
+                .map_err(|e| no_memory(width, height, e))?;
+            for p in pixels.chunks_exact(c) {
+                with_alpha.extend_from_slice(p);
+                with_alpha.push(255);
+            }
+            pixels = with_alpha;
+            kind = if c == 1 { RawKind::La } else { RawKind::Rgba };
+        }
         pillow_trns_alpha(&mut pixels, kind, walk.color, walk.depth, t);
     }
     Ok(PngOut {
