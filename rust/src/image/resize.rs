@@ -420,6 +420,70 @@ pub fn resize_region_into(
     window: Window,
     out: &mut [u8],
 ) -> Result<(), ImageError> {
+    let sizes = (full_width, full_height, out_width, out_height);
+    resize_region_into_alpha(
+        src,
+        region,
+        sizes,
+        channels,
+        filter,
+        window,
+        channels == 4,
+        out,
+    )
+}
+
+/// `resize_window_u8` with the alpha treatment chosen: `premultiply` true for 4 channels is
+/// Pillow's RGBA (resized as RGBa), false its RGBX and CMYK (every channel on its own).
+#[allow(clippy::too_many_arguments)]
+pub fn resize_window_u8_alpha(
+    src: &[u8],
+    width: usize,
+    height: usize,
+    channels: usize,
+    out_width: usize,
+    out_height: usize,
+    filter: Filter,
+    window: Window,
+    premultiply: bool,
+) -> Result<Vec<u8>, ImageError> {
+    let len = alloc::product(&[window.width, window.height, channels]).map_err(no_memory)?;
+    let mut out = alloc::zeroed(len).map_err(no_memory)?;
+    let all = Window {
+        x: 0,
+        y: 0,
+        width,
+        height,
+    };
+    resize_region_into_alpha(
+        src,
+        all,
+        (width, height, out_width, out_height),
+        channels,
+        filter,
+        window,
+        premultiply,
+        &mut out,
+    )?;
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn resize_region_into_alpha(
+    src: &[u8],
+    region: Window,
+    (full_width, full_height, out_width, out_height): (usize, usize, usize, usize),
+    channels: usize,
+    filter: Filter,
+    window: Window,
+    premultiply: bool,
+    out: &mut [u8],
+) -> Result<(), ImageError> {
+    if premultiply && channels != 4 {
+        return Err(ImageError::Unsupported(format!(
+            "alpha premultiplication needs 4 channels (RGBA), got {channels}"
+        )));
+    }
     let (width, height) = (full_width, full_height);
     check_sizes(
         src.len(),
@@ -472,10 +536,10 @@ pub fn resize_region_into(
         filter,
         window,
         // Pillow resizes RGBA as premultiplied RGBa and converts back.
-        premultiply: channels == 4,
+        premultiply,
     };
     convolve(&job, out).map_err(no_memory)?;
-    if channels == 4 {
+    if premultiply {
         kernels::unpremultiply(out);
     }
     Ok(())
