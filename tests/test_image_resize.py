@@ -80,12 +80,12 @@ def test_non_contiguous_input_and_shape():
 
 def test_errors_say_what_to_do():
     img = np.zeros((4, 4, 3), np.uint8)
-    with pytest.raises(TypeError, match=r"uint8 or float32.*astype"):
+    with pytest.raises(TypeError, match=r"uint8, float32 or bool.*astype"):
         fastprep.resize(img.astype(np.float64), (2, 2))
     with pytest.raises(ValueError, match="filter must be"):
         fastprep.resize(img, (2, 2), filter="nearest-ish")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="channels"):
-        fastprep.resize(np.zeros((4, 4, 2), np.uint8), (2, 2))
+        fastprep.resize(np.zeros((4, 4, 5), np.uint8), (2, 2))
     with pytest.raises(ValueError, match="positive"):
         fastprep.resize(img, (0, 2))
     with pytest.raises(ValueError, match=r"\(H, W\)"):

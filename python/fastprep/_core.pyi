@@ -17,6 +17,7 @@ def resize_u8(
     out_height: int,
     filter: str,
     window: tuple[int, int, int, int] | None = None,
+    premultiply: bool | None = None,
 ) -> PixelBuffer: ...
 def resize_f32(
     data: Any, height: int, width: int, channels: int, out_width: int, out_height: int, filter: str

@@ -155,32 +155,76 @@ def _size(size: tuple[int, int]) -> tuple[int, int]:
     return out_width, out_height
 
 
-def resize(image: Any, size: tuple[int, int], *, filter: Filter = "bicubic") -> Any:
+_MODES_U8 = {1: ("L",), 2: ("LA",), 3: ("RGB", "YCbCr"), 4: ("RGBA", "RGBX", "CMYK", "RGBa")}
+
+
+def _resize_mode(arr: Any, channels: int, mode: str | None) -> str:
+    """The Pillow mode `arr` is resized as: given, or the natural one for its dtype and channels."""
+    import numpy as np
+
+    if arr.dtype == np.float32:
+        natural: tuple[str, ...] = ("F",)
+    elif arr.dtype == np.bool_:
+        natural = ("1",)
+    elif arr.dtype == np.uint8:
+        natural = _MODES_U8.get(channels, ())
+    elif arr.dtype in (np.int32, np.uint16, np.int16):
+        raise TypeError(
+            f"resize does not take {arr.dtype} images (Pillow's I and I;16 modes): convert with "
+            "arr.astype(np.float32) to resize with Pillow's mode F arithmetic"
+        )
+    else:
+        raise TypeError(
+            f"resize takes uint8, float32 or bool images, got {arr.dtype}; convert with "
+            "arr.astype(np.uint8) or arr.astype(np.float32)"
+        )
+    if not natural:
+        raise ValueError(f"resize takes 1 (L), 2 (LA), 3 (RGB) or 4 (RGBA) channels of uint8, got {channels}")
+    if mode is None:
+        return natural[0]
+    if mode not in natural:
+        raise ValueError(f"mode {mode!r} does not fit a {arr.dtype} image of {channels} channels; use one of {natural}")
+    return mode
+
+
+def resize(image: Any, size: tuple[int, int], *, filter: Filter = "bicubic", mode: str | None = None) -> Any:
     """Resize an (H, W) or (H, W, C) array to ``size = (width, height)``.
 
-    uint8 images with 1 (L), 3 (RGB) or 4 (RGBA) channels give exactly
-    ``np.asarray(PIL.Image.fromarray(image).resize(size, filter))`` of Pillow 12.2+ (RGBA through
-    Pillow's alpha premultiplication; Pillow's default filter is bicubic too). float32 images, any
-    number of channels, give what Pillow gives on each channel as a mode "F" image. The GIL is
-    released.
+    The result is exactly ``np.asarray(PIL.Image.fromarray(image, mode).resize(size, filter))`` of
+    Pillow 12.2+ (Pillow's default filter is bicubic too), where ``mode`` is Pillow's mode of the
+    array, by default the natural one: uint8 with 1 channel "L", 2 "LA", 3 "RGB", 4 "RGBA";
+    float32 "F" (any number of channels, each resized as a mode "F" image); bool "1". RGBA and
+    LA are resized premultiplied by alpha, as Pillow does (RGBa, La); 4 channels that are not
+    RGBA (``mode="RGBX"``, ``"CMYK"``, or an already premultiplied ``"RGBa"``) are not. Mode "1"
+    is always resized with nearest, as Pillow does. int32 and uint16 arrays (Pillow's I and
+    I;16) are refused. The GIL is released.
 
     >>> small = resize(np.zeros((480, 640, 3), np.uint8), (224, 168), filter="bilinear")  # doctest: +SKIP
+    >>> cmyk = resize(cmyk_pixels, (100, 100), mode="CMYK")  # doctest: +SKIP
     """
     import numpy as np
 
     arr = np.asarray(image)
     height, width, channels = _shape(arr)
     out_width, out_height = _size(size)
+    mode = _resize_mode(arr, channels, mode)
     arr = np.ascontiguousarray(arr)
-    if arr.dtype == np.float32:
+    if mode == "F":
         raw = _core.resize_f32(arr, height, width, channels, out_width, out_height, filter)
         out = np.frombuffer(raw, dtype=np.float32).reshape(out_height, out_width, channels)
-    elif arr.dtype == np.uint8:
-        out = np.asarray(_core.resize_u8(arr, height, width, channels, out_width, out_height, filter))
+    elif mode == "1":
+        # Pillow: Image.resize of a "1" (or "P") image always uses NEAREST
+        as_u8 = arr.view(np.uint8).reshape(height, width, channels)
+        out = np.asarray(_core.resize_u8(as_u8, height, width, channels, out_width, out_height, "nearest")) != 0
+    elif mode == "LA":
+        # Pillow resizes LA as La (L premultiplied by A), which is RGBa's arithmetic on one colour
+        # channel: run it as (L, L, L, A) and keep L and A
+        rgba = np.ascontiguousarray(arr.reshape(height, width, 2)[..., [0, 0, 0, 1]])
+        out = np.asarray(_core.resize_u8(rgba, height, width, 4, out_width, out_height, filter))[..., [0, 3]]
     else:
-        raise TypeError(
-            f"resize takes uint8 or float32 images, got {arr.dtype}; convert with arr.astype(np.uint8) "
-            "or arr.astype(np.float32)"
+        premultiply = mode == "RGBA"
+        out = np.asarray(
+            _core.resize_u8(arr, height, width, channels, out_width, out_height, filter, None, premultiply)
         )
     return out[..., 0] if arr.ndim == 2 else out
 

@@ -88,6 +88,9 @@ pub enum ImageError {
     Unsupported(String),
     #[error("{0}")]
     InvalidSize(String),
+    /// A buffer the sizes ask for could not be allocated (Python: `MemoryError`, as Pillow).
+    #[error("{0}")]
+    NoMemory(String),
 }
 
 /// Why one encoded image could not be decoded. Batch calls pair it with the image's index.
@@ -120,6 +123,12 @@ pub enum DecodeError {
     },
     #[error("{0}")]
     Resources(String),
+    /// The image's buffers could not be allocated (its header may claim an absurd size).
+    #[error(
+        "{0}: more memory than could be allocated; the file's header may claim a size it does \
+         not hold, or pass max_pixels to refuse such images up front"
+    )]
+    NoMemory(String),
 }
 
 impl DecodeError {
@@ -133,6 +142,7 @@ impl DecodeError {
             Self::Unsupported(..) => "unsupported",
             Self::TooLarge { .. } => "too_large",
             Self::Resources(_) => "resources",
+            Self::NoMemory(_) => "too_large",
         }
     }
 }

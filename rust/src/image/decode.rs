@@ -4,7 +4,13 @@
 //! The decoders give the file's own channels (`Raw`); the mode conversions here are Pillow's
 //! (libImaging/Convert.c) so that, e.g., `mode="L"` of a colour JPEG is Pillow's ITU-R 601 luma of
 //! the decoded RGB, not libjpeg's Y channel, which differs by rounding.
+use super::alloc::{self, AllocError};
 pub use crate::error::DecodeError;
+
+/// The error of an image whose buffers could not be allocated.
+pub fn no_memory(width: usize, height: usize, e: AllocError) -> DecodeError {
+    DecodeError::NoMemory(format!("a {width}x{height} image needs buffers that failed ({e})"))
+}
 
 /// Pillow's default `Image.MAX_IMAGE_PIXELS` (1024 * 1024 * 1024 // 4 // 3).
 pub const DEFAULT_MAX_PIXELS: u64 = 89_478_485;
@@ -185,66 +191,33 @@ fn progressive_jpeg(data: &[u8]) -> bool {
     false
 }
 
-/// EXIF orientation (1-8) of the file, 1 when absent or unreadable (as Pillow treats it).
-pub fn orientation(data: &[u8], format: Format, png_exif: Option<Vec<u8>>) -> u32 {
-    let reader = exif::Reader::new();
-    let parsed = match (format, png_exif) {
-        (Format::Png, Some(raw)) => reader.read_raw(raw).ok(),
-        (Format::Png, None) => None,
-        (Format::Jpeg, _) => {
-            // Only the markers before the image data can hold EXIF: don't let the parser walk
-            // (or copy) the entropy-coded segment.
-            reader
-                .read_from_container(&mut std::io::Cursor::new(jpeg_header_segment(data)))
-                .ok()
-        }
-    };
-    parsed
-        .and_then(|e| {
-            e.get_field(exif::Tag::Orientation, exif::In::PRIMARY)
-                .and_then(|f| f.value.get_uint(0))
-        })
-        .filter(|o| (1..=8).contains(o))
-        .unwrap_or(1)
-}
-
-/// The bytes of a JPEG up to its first SOS marker, followed by EOI.
-fn jpeg_header_segment(data: &[u8]) -> Vec<u8> {
-    let mut i = 2;
-    while i + 4 <= data.len() && data[i] == 0xFF {
-        let marker = data[i + 1];
-        if marker == 0xDA || marker == 0xD9 {
-            break;
-        }
-        if marker == 0xFF {
-            i += 1;
-            continue;
-        }
-        i += 2 + usize::from(u16::from_be_bytes([data[i + 2], data[i + 3]]));
+/// EXIF orientation (1-8) of the file as Pillow's `ImageOps.exif_transpose` finds it, 1 when
+/// absent or unreadable (`orientation.rs`).
+pub fn orientation(data: &[u8], format: Format) -> u32 {
+    match format {
+        Format::Jpeg => super::orientation::jpeg(data),
+        Format::Png => super::orientation::png(data).unwrap_or(1),
     }
-    let mut head = data[..i.min(data.len())].to_vec();
-    head.extend_from_slice(&[0xFF, 0xD9]);
-    head
 }
 
 /// Decodes one JPEG or PNG file.
 pub fn decode(data: &[u8], opts: &DecodeOptions) -> Result<Image, DecodeError> {
     let format = sniff(data)?;
-    let (raw, png_exif) = match format {
+    let (raw, png_orientation) = match format {
         Format::Jpeg => (
             super::jpeg::decode(data, opts.max_pixels, opts.scale_denom)?,
             None,
         ),
         Format::Png => {
             let out = super::png::decode(data, opts.max_pixels)?;
-            (out.raw, out.exif)
+            (out.raw, Some(out.orientation))
         }
     };
-    let mut img = convert(raw, opts.mode);
+    let mut img = convert(raw, opts.mode)?;
     if opts.apply_exif_orientation {
-        let o = orientation(data, format, png_exif);
+        let o = png_orientation.unwrap_or_else(|| orientation(data, format));
         if o != 1 {
-            img = orient(&img, o);
+            img = orient(&img, o)?;
         }
     }
     Ok(img)
@@ -275,7 +248,7 @@ fn cmyk_to_rgb(p: &[u8]) -> [u8; 3] {
 }
 
 /// Converts to `mode` with Pillow's conversions (alpha dropped, not composited, as Pillow does).
-pub fn convert(raw: Raw, mode: Mode) -> Image {
+pub fn convert(raw: Raw, mode: Mode) -> Result<Image, DecodeError> {
     use RawKind as K;
     let (w, h) = (raw.width, raw.height);
     let src = &raw.pixels;
@@ -290,15 +263,16 @@ pub fn convert(raw: Raw, mode: Mode) -> Image {
         (Mode::Unchanged, _) | (Mode::L, K::L) | (Mode::Rgb, K::Rgb) | (Mode::Rgba, K::Rgba)
     );
     if keep {
-        return Image {
+        return Ok(Image {
             width: w,
             height: h,
             channels: out_channels,
             pixels: raw.pixels,
-        };
+        });
     }
-    let n = w * h;
-    let mut out = Vec::with_capacity(n * out_channels);
+    let mut out = alloc::product(&[w, h, out_channels])
+        .and_then(alloc::with_capacity)
+        .map_err(|e| no_memory(w, h, e))?;
     let cin = raw.kind.channels();
     for p in src.chunks_exact(cin) {
         let (rgb, a) = match raw.kind {
@@ -320,12 +294,12 @@ pub fn convert(raw: Raw, mode: Mode) -> Image {
             Mode::Unchanged => unreachable!("handled above"),
         }
     }
-    Image {
+    Ok(Image {
         width: w,
         height: h,
         channels: out_channels,
         pixels: out,
-    }
+    })
 }
 
 /// An EXIF orientation as (swap axes, flip x, flip y) of the output relative to the source,
@@ -345,14 +319,18 @@ pub fn orientation_axes(orientation: u32) -> (bool, bool, bool) {
 }
 
 /// Applies an EXIF orientation (2-8) like Pillow's `ImageOps.exif_transpose`.
-pub fn orient(img: &Image, orientation: u32) -> Image {
+pub fn orient(img: &Image, orientation: u32) -> Result<Image, DecodeError> {
     let (w, h, c) = (img.width, img.height, img.channels);
+    let mut out = alloc::zeroed(img.pixels.len()).map_err(|e| no_memory(w, h, e))?;
     if !(2..=8).contains(&orientation) {
-        return img.clone();
+        out.copy_from_slice(&img.pixels);
+        return Ok(Image {
+            pixels: out,
+            ..*img
+        });
     }
     let (swap, fx, fy) = orientation_axes(orientation);
     let (ow, oh) = if swap { (h, w) } else { (w, h) };
-    let mut out = vec![0u8; img.pixels.len()];
     for oy in 0..oh {
         for ox in 0..ow {
             // Output (ox, oy) reads source (sx, sy).
@@ -370,12 +348,12 @@ pub fn orient(img: &Image, orientation: u32) -> Image {
             out[d..d + c].copy_from_slice(&img.pixels[s..s + c]);
         }
     }
-    Image {
+    Ok(Image {
         width: ow,
         height: oh,
         channels: c,
         pixels: out,
-    }
+    })
 }
 
 #[cfg(test)]

@@ -1,8 +1,8 @@
 //! JPEG decoding through libjpeg-turbo's TurboJPEG 3 API, set up as Pillow sets up libjpeg: ISLOW
 //! integer IDCT and fancy (smooth) chroma upsampling, both TurboJPEG's defaults. That is what makes
 //! the pixels identical to Pillow's, OpenCV's and torchvision's.
+use super::alloc;
 use super::decode::{DecodeError, Raw, RawKind};
-use std::cell::RefCell;
 use std::ffi::CStr;
 use turbojpeg_sys as tj;
 
@@ -10,8 +10,7 @@ use turbojpeg_sys as tj;
 /// thousands of tiny scans otherwise takes seconds to decode; this makes it fail fast instead.
 const SCAN_LIMIT: i32 = 500;
 
-/// One TurboJPEG handle per thread: creating one costs an allocation of its error manager and
-/// tables, and a handle must not be shared between threads.
+/// A TurboJPEG handle, destroyed on drop.
 struct Handle(tj::tjhandle);
 
 impl Drop for Handle {
@@ -21,52 +20,46 @@ impl Drop for Handle {
     }
 }
 
-thread_local! {
-    static HANDLE: RefCell<Option<Handle>> = const { RefCell::new(None) };
-    static TRANSFORM: RefCell<Option<Handle>> = const { RefCell::new(None) };
-}
-
-fn with_slot<R, E: From<DecodeError>>(
-    slot: &RefCell<Option<Handle>>,
+/// Runs `f` on a new TurboJPEG handle of `kind`, destroyed afterwards. Never a reused one:
+/// libjpeg keeps the Huffman and quantization tables of one image in its decompressor for the
+/// next (that is how abbreviated streams work), so a JPEG without DHT (a Motion-JPEG frame,
+/// which relies on the standard tables that libjpeg-turbo installs only into empty slots) would
+/// decode with the previous image's tables, and one without DQT would "decode" instead of
+/// failing. Pillow and OpenCV create a decompressor per image too. A handle costs one
+/// allocation of its state and tables, about 1% of decoding even a 64x64 JPEG (measured with
+/// `decode` in a loop), so nothing is cached.
+fn with_fresh<R, E: From<DecodeError>>(
     kind: tj::TJINIT,
     f: impl FnOnce(tj::tjhandle) -> Result<R, E>,
 ) -> Result<R, E> {
-    let mut slot = slot.borrow_mut();
-    if slot.is_none() {
-        // SAFETY: plain constructor; a null return is checked.
-        let h = unsafe { tj::tj3Init(kind as i32) };
-        if h.is_null() {
-            return Err(DecodeError::Resources(
-                "could not create a libjpeg-turbo decompressor".into(),
-            )
-            .into());
-        }
-        // SAFETY: a live handle; the parameter exists in TurboJPEG 3.
-        unsafe { tj::tj3Set(h, tj::TJPARAM_TJPARAM_SCANLIMIT as i32, SCAN_LIMIT) };
-        *slot = Some(Handle(h));
+    // SAFETY: plain constructor; a null return is checked.
+    let h = unsafe { tj::tj3Init(kind as i32) };
+    if h.is_null() {
+        return Err(DecodeError::Resources(
+            "could not create a libjpeg-turbo decompressor (out of memory?)".into(),
+        )
+        .into());
     }
-    let result = f(slot.as_ref().map_or(std::ptr::null_mut(), |h| h.0));
-    if result.is_err() {
-        // libjpeg keeps state across images in one decompressor (Huffman and quantization
-        // tables, for abbreviated streams); after a corrupt file that state can poison the
-        // next good one, so a failed handle is replaced.
-        *slot = None;
-    }
+    let handle = Handle(h);
+    // SAFETY: a live handle; the parameter exists in TurboJPEG 3.
+    unsafe { tj::tj3Set(h, tj::TJPARAM_TJPARAM_SCANLIMIT as i32, SCAN_LIMIT) };
+    let result = f(handle.0);
+    drop(handle);
     result
 }
 
 fn with_handle<R, E: From<DecodeError>>(
     f: impl FnOnce(tj::tjhandle) -> Result<R, E>,
 ) -> Result<R, E> {
-    HANDLE.with(|cell| with_slot(cell, tj::TJINIT_TJINIT_DECOMPRESS, f))
+    with_fresh(tj::TJINIT_TJINIT_DECOMPRESS, f)
 }
 
-/// A thread's TurboJPEG handle for lossless transformation (which is how the quantized DCT
-/// coefficients are read: `jpeg_coeffs`).
+/// A TurboJPEG handle for lossless transformation (which is how the quantized DCT coefficients
+/// are read: `jpeg_coeffs`), new for each image like the decompressor's.
 pub(super) fn with_transform_handle<R>(
     f: impl FnOnce(tj::tjhandle) -> Result<R, DecodeError>,
 ) -> Result<R, DecodeError> {
-    TRANSFORM.with(|cell| with_slot(cell, tj::TJINIT_TJINIT_TRANSFORM, f))
+    with_fresh(tj::TJINIT_TJINIT_TRANSFORM, f)
 }
 
 pub(super) fn error_string(h: tj::tjhandle) -> String {
@@ -85,7 +78,9 @@ fn classify(msg: String) -> DecodeError {
     // libjpeg says "Premature end of JPEG file" (a warning) or "... empty ..." when data runs out;
     // Pillow refuses such files ("image file is truncated"), so fastprep does too.
     let lower = msg.to_ascii_lowercase();
-    if lower.contains("premature end") || lower.contains("empty") || lower.contains("truncated") {
+    if lower.contains("insufficient memory") {
+        DecodeError::NoMemory(format!("libjpeg-turbo: {msg}"))
+    } else if lower.contains("premature end") || lower.contains("empty") || lower.contains("truncated") {
         DecodeError::Truncated("JPEG", msg)
     } else if lower.contains("unsupported")
         || lower.contains("precision")
@@ -124,9 +119,16 @@ fn has_frame_header(data: &[u8]) -> bool {
     let mut sof = false;
     while i + 4 <= data.len() {
         if data[i] != 0xFF {
-            // Stray bytes between markers: libjpeg skips them with a warning; judge by what the
-            // walk saw so far.
-            return sof;
+            // Stray bytes between markers: libjpeg skips them to the next 0xFF with a warning
+            // ("Corrupt JPEG data: N extraneous bytes"), and Pillow decodes such files, so the
+            // walk skips them too.
+            match data[i..].iter().position(|&b| b == 0xFF) {
+                Some(k) => {
+                    i += k;
+                    continue;
+                }
+                None => return false,
+            }
         }
         let marker = data[i + 1];
         match marker {
@@ -147,10 +149,15 @@ fn has_frame_header(data: &[u8]) -> bool {
     false
 }
 
-/// A non-zero TurboJPEG return: fatal, or a warning that still left a complete result (libjpeg's
-/// "corrupt data: N extraneous bytes" kind, which Pillow ignores too). Running out of data is
-/// refused, as Pillow refuses it ("image file is truncated").
-pub(super) fn check(h: tj::tjhandle, rc: i32) -> Result<(), DecodeError> {
+/// A non-zero TurboJPEG return: fatal, or a warning that still left a complete result, judged
+/// as Pillow judges the same file. Pillow ignores libjpeg's warnings ("N extraneous bytes before
+/// marker", "premature end of data segment" where a marker cuts a scan short) but feeds libjpeg
+/// through a suspending source, so a file whose data runs out is refused ("image file is
+/// truncated"). TurboJPEG's memory source instead warns "Premature end of JPEG file" and
+/// invents an EOI, and keeps only the last warning: so running out is told by that warning, or
+/// by a cut-short scan in data that has no marker after its last scan (what cut it short was
+/// the end of the data).
+pub(super) fn check(h: tj::tjhandle, rc: i32, data: &[u8]) -> Result<(), DecodeError> {
     if rc == 0 {
         return Ok(());
     }
@@ -158,9 +165,9 @@ pub(super) fn check(h: tj::tjhandle, rc: i32) -> Result<(), DecodeError> {
     let code = unsafe { tj::tj3GetErrorCode(h) };
     let msg = error_string(h);
     let lower = msg.to_ascii_lowercase();
-    // A handle can report a warning left over from an earlier image beside a fatal message, so
-    // the structural failures are refused by their text too.
-    let fatal = lower.contains("premature end")
+    let ran_out = lower.contains("premature end of jpeg file")
+        || (lower.contains("premature end of data segment") && !marker_after_last_scan(data));
+    let fatal = ran_out
         || lower.contains("invalid jpeg file structure")
         || lower.contains("contains no image");
     if code != tj::TJERR_TJERR_WARNING as i32 || fatal {
@@ -168,6 +175,25 @@ pub(super) fn check(h: tj::tjhandle, rc: i32) -> Result<(), DecodeError> {
     } else {
         Ok(())
     }
+}
+
+/// Whether a marker (other than a restart marker) follows the entropy-coded data of the last
+/// scan header in `data`.
+fn marker_after_last_scan(data: &[u8]) -> bool {
+    let Some(sos) = memchr::memmem::rfind(data, &[0xFF, 0xDA]) else {
+        return false;
+    };
+    let Some(len) = data.get(sos + 2..sos + 4) else {
+        return false;
+    };
+    let mut i = sos + 2 + usize::from(u16::from_be_bytes([len[0], len[1]]));
+    while i + 1 < data.len() {
+        if data[i] == 0xFF && !matches!(data[i + 1], 0x00 | 0xFF | 0xD0..=0xD7) {
+            return true;
+        }
+        i += 1;
+    }
+    false
 }
 
 pub(super) fn header(h: tj::tjhandle, data: &[u8]) -> Result<JpegInfo, DecodeError> {
@@ -178,9 +204,11 @@ pub(super) fn header(h: tj::tjhandle, data: &[u8]) -> Result<JpegInfo, DecodeErr
         ));
     }
     // SAFETY: `data` is a valid slice for the duration of the call.
-    check(h, unsafe {
-        tj::tj3DecompressHeader(h, data.as_ptr(), data.len() as tj::size_t)
-    })?;
+    check(
+        h,
+        unsafe { tj::tj3DecompressHeader(h, data.as_ptr(), data.len() as tj::size_t) },
+        data,
+    )?;
     // SAFETY: a live handle on which a header was just read.
     let get = |p: u32| unsafe { tj::tj3Get(h, p as i32) };
     if get(tj::TJPARAM_TJPARAM_PRECISION) != 8 {
@@ -315,8 +343,30 @@ fn decode_rect(
         }
         let d = scale_denom as usize;
         let (full_w, full_h) = (info.width.div_ceil(d), info.height.div_ceil(d));
-        // SAFETY: a live handle whose header was just read (which sets TJPARAM_PROGRESSIVE).
-        let progressive = unsafe { tj::tj3Get(h, tj::TJPARAM_TJPARAM_PROGRESSIVE as i32) } == 1;
+        // SAFETY: a live handle whose header was just read (which sets TJPARAM_PROGRESSIVE and
+        // TJPARAM_ARITHMETIC).
+        let (progressive, arithmetic) = unsafe {
+            (
+                tj::tj3Get(h, tj::TJPARAM_TJPARAM_PROGRESSIVE as i32) == 1,
+                tj::tj3Get(h, tj::TJPARAM_TJPARAM_ARITHMETIC as i32) == 1,
+            )
+        };
+        // A sequential Huffman scan spends at least 2 bits on every block (a DC code and an
+        // AC end-of-block code) of its first component: a header claiming more blocks than
+        // that is a cut file, refused here before gigabytes are allocated and decoded from
+        // libjpeg's zero fill (Pillow refuses it too, as truncated, after doing that work).
+        let luma_blocks = (info.width as u64).div_ceil(8) * (info.height as u64).div_ceil(8);
+        if !progressive && !arithmetic && (data.len() as u64) * 4 < luma_blocks {
+            return Err(Failed(DecodeError::Truncated(
+                "JPEG",
+                format!(
+                    "the header claims {}x{} pixels, which its {} bytes cannot code",
+                    info.width,
+                    info.height,
+                    data.len()
+                ),
+            )));
+        }
         let region = want
             .filter(|_| !(progressive && super::jpeg_coeffs::block_smoothing(data)))
             .and_then(|w| region_to_decode(&info, scale_denom, w));
@@ -343,7 +393,10 @@ fn decode_rect(
             )));
         }
         let mut pixels = buf;
-        pixels.resize(width * height * channels, 0);
+        // Fallible: a 65535 x 65535 CMYK header asks for 17 GB.
+        alloc::product(&[width, height, channels])
+            .and_then(|n| alloc::resize_zeroed(&mut pixels, n))
+            .map_err(|e| super::decode::no_memory(width, height, e))?;
         // SAFETY: `pixels` holds exactly width*height*channels bytes, the size TurboJPEG writes
         // for this pixel format and scaling factor with pitch 0 (= width * channels).
         let rc = unsafe {
@@ -359,7 +412,7 @@ fn decode_rect(
         if rc != 0 && region.is_some() {
             return Err(Warned);
         }
-        check(h, rc)?;
+        check(h, rc, data)?;
         // Pillow always assumes Adobe's inverted CMYK (rawmode "CMYK;I", read and write alike).
         if kind == RawKind::Cmyk {
             for v in &mut pixels {

@@ -426,7 +426,7 @@ pub fn read_coefficients(data: &[u8], layout: &Layout, out: &mut [i16]) -> Resul
                 &raw const xform,
             )
         };
-        jpeg::check(h, rc)
+        jpeg::check(h, rc, data)
     })?;
     if sink.bad {
         return Err(corrupt(

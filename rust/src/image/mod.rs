@@ -1,7 +1,9 @@
 //! Image preprocessing on the CPU: decoding (`decode`, over libjpeg-turbo and the `png` crate)
 //! and Pillow-exact convolution resize (`resize`).
+pub mod alloc;
 pub mod decode;
 mod jpeg;
+pub mod orientation;
 pub mod jpeg_coeffs;
 pub mod pipeline;
 mod png;
@@ -13,5 +15,7 @@ mod resize_kernels;
 mod resize_passes;
 
 pub use decode::{decode, DecodeOptions, Image, Mode, DEFAULT_MAX_PIXELS};
-pub use resize::{resize_region_into, resize_u8, resize_window_u8, Filter, Window};
+pub use resize::{
+    resize_region_into, resize_u8, resize_window_u8, resize_window_u8_alpha, Filter, Window,
+};
 pub use resize_float::resize_f32;

@@ -10,6 +10,7 @@
 use super::decode::{self, DecodeError, DecodeOptions, Format, Image, Mode};
 use super::jpeg::{self, Rect};
 use super::resize::{resize_region_u8, source_span, Filter, Window};
+use crate::error::ImageError;
 use std::time::Instant;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -284,7 +285,7 @@ fn map_rect(r: Window, o: u32, w: usize, h: usize, to_stored: bool) -> Window {
 fn decode_jpeg(data: &[u8], spec: &Spec, crop: (usize, usize)) -> Result<Decoded, DecodeError> {
     let (sw, sh, _) = decode::stored_size(data)?;
     let o = if spec.apply_exif_orientation {
-        decode::orientation(data, Format::Jpeg, None)
+        decode::orientation(data, Format::Jpeg)
     } else {
         1
     };
@@ -303,10 +304,13 @@ fn decode_jpeg(data: &[u8], spec: &Spec, crop: (usize, usize)) -> Result<Decoded
     let size = if swapped { (sdh, sdw) } else { (sdw, sdh) };
     // A header without a size (a file cut short) gets no region: the decode reports it.
     let sane = sw > 0 && sh > 0 && rw >= crop.0 && rh >= crop.1;
-    let want = sane.then(|| {
+    let want = sane.then(|| -> Result<Rect, DecodeError> {
         let window = crop_window((rw, rh), crop);
-        let (x0, x1) = source_span(size.0, rw, spec.filter, window.x, window.width);
-        let (y0, y1) = source_span(size.1, rh, spec.filter, window.y, window.height);
+        let no_memory = |e| decode::no_memory(rw, rh, e);
+        let (x0, x1) =
+            source_span(size.0, rw, spec.filter, window.x, window.width).map_err(no_memory)?;
+        let (y0, y1) =
+            source_span(size.1, rh, spec.filter, window.y, window.height).map_err(no_memory)?;
         let r = Window {
             x: x0,
             y: y0,
@@ -314,17 +318,18 @@ fn decode_jpeg(data: &[u8], spec: &Spec, crop: (usize, usize)) -> Result<Decoded
             height: y1 - y0,
         };
         let s = map_rect(r, o, sdw, sdh, true);
-        Rect {
+        Ok(Rect {
             x0: s.x,
             y0: s.y,
             x1: s.x + s.width,
             y1: s.y + s.height,
-        }
+        })
     });
+    let want = want.transpose()?;
     let (raw, got) = jpeg::decode_region(data, spec.max_pixels, d, want, spare_pixels())?;
-    let mut img = decode::convert(raw, Mode::Rgb);
+    let mut img = decode::convert(raw, Mode::Rgb)?;
     if o != 1 {
-        img = decode::orient(&img, o);
+        img = decode::orient(&img, o)?;
     }
     let got = Window {
         x: got.x0,
@@ -419,7 +424,10 @@ pub fn process_one(
         spec.filter,
         crop_window((rw, rh), (cw, ch)),
     )
-    .map_err(|e| DecodeError::Unsupported("resize", e.to_string()))?;
+    .map_err(|e| match e {
+        ImageError::NoMemory(m) => DecodeError::NoMemory(m),
+        e => DecodeError::Unsupported("resize", e.to_string()),
+    })?;
     let resize_ns = nanos(t1);
     recycle_pixels(dec.img.pixels);
 

@@ -5,6 +5,7 @@
 //! point (`PRECISION_BITS = 32 - 8 - 2`); each pass accumulates in i32 from a half-unit bias and
 //! clips. The horizontal pass runs first, over only the rows the vertical pass will read, unless
 //! Pillow's rule for the pass order says vertical first (`vertical_first`).
+use super::alloc::{self, AllocError};
 use super::resize_kernels as kernels;
 use super::resize_passes::{convolve, Job, Origin};
 use crate::error::ImageError;
@@ -162,7 +163,7 @@ pub(super) fn weights(
     in1: f32,
     out_size: usize,
     filter: Filter,
-) -> Weights {
+) -> Result<Weights, AllocError> {
     weights_aa(in_size, in0, in1, out_size, filter, true)
 }
 
@@ -175,14 +176,14 @@ fn weights_aa(
     out_size: usize,
     filter: Filter,
     antialias: bool,
-) -> Weights {
+) -> Result<Weights, AllocError> {
     let scale = f64::from(in1 - in0) / out_size as f64;
     let filterscale = if antialias { scale.max(1.0) } else { 1.0 };
     let support = filter.support() * filterscale;
     let ksize = support.ceil() as usize * 2 + 1;
     let inv = 1.0 / filterscale;
-    let mut bounds = Vec::with_capacity(out_size);
-    let mut kk = vec![0f64; out_size * ksize];
+    let mut bounds = alloc::with_capacity(out_size)?;
+    let mut kk = alloc::zeroed::<f64>(alloc::product(&[out_size, ksize])?)?;
     for xx in 0..out_size {
         let center = f64::from(in0) + (xx as f64 + 0.5) * scale;
         // C's (int) truncates toward zero, as `as i64` does.
@@ -204,7 +205,7 @@ fn weights_aa(
         }
         bounds.push((xmin, xmax));
     }
-    Weights { ksize, bounds, kk }
+    Ok(Weights { ksize, bounds, kk })
 }
 
 /// One axis's tables for the GPU kernels (cuda/resize.cu), from the code the CPU path runs:
@@ -217,27 +218,37 @@ pub struct AxisTables {
     pub float: Vec<f64>,
 }
 
-pub fn axis_tables(in_size: usize, out_size: usize, filter: Filter, antialias: bool) -> AxisTables {
+pub fn axis_tables(
+    in_size: usize,
+    out_size: usize,
+    filter: Filter,
+    antialias: bool,
+) -> Result<AxisTables, AllocError> {
+    fn collect<T, U>(src: &[T], f: impl Fn(&T) -> U) -> Result<Vec<U>, AllocError> {
+        let mut v = alloc::with_capacity(src.len())?;
+        v.extend(src.iter().map(f));
+        Ok(v)
+    }
     if filter == Filter::Nearest {
-        let idx = nearest_table(in_size, out_size);
-        return AxisTables {
+        let idx = nearest_table(in_size, out_size)?;
+        let mut fixed = alloc::with_capacity(out_size)?;
+        fixed.resize(out_size, 1 << PRECISION_BITS);
+        let mut float = alloc::with_capacity(out_size)?;
+        float.resize(out_size, 1.0);
+        return Ok(AxisTables {
             ksize: 1,
-            bounds: idx.iter().map(|&i| (i as i32, 1)).collect(),
-            fixed: vec![1 << PRECISION_BITS; out_size],
-            float: vec![1.0; out_size],
-        };
+            bounds: collect(&idx, |&i| (i as i32, 1))?,
+            fixed,
+            float,
+        });
     }
-    let w = weights_aa(in_size, 0.0, in_size as f32, out_size, filter, antialias);
-    AxisTables {
+    let w = weights_aa(in_size, 0.0, in_size as f32, out_size, filter, antialias)?;
+    Ok(AxisTables {
         ksize: w.ksize,
-        bounds: w
-            .bounds
-            .iter()
-            .map(|&(a, n)| (a as i32, n as i32))
-            .collect(),
-        fixed: w.kk.iter().map(|&v| to_fixed(v)).collect(),
+        bounds: collect(&w.bounds, |&(a, n)| (a as i32, n as i32))?,
+        fixed: collect(&w.kk, |&v| to_fixed(v))?,
         float: w.kk,
-    }
+    })
 }
 
 fn to_fixed(w: f64) -> i32 {
@@ -256,39 +267,30 @@ pub(super) fn coeffs(
     in1: f32,
     out_size: usize,
     filter: Filter,
-) -> Coeffs {
-    let w = weights(in_size, in0, in1, out_size, filter);
-    let kk =
-        w.kk.iter()
-            .map(|&w| {
-                let scaled = w * f64::from(1u32 << PRECISION_BITS);
-                if w < 0.0 {
-                    (-0.5 + scaled) as i32
-                } else {
-                    (0.5 + scaled) as i32
-                }
-            })
-            .collect();
-    Coeffs {
+) -> Result<Coeffs, AllocError> {
+    let w = weights(in_size, in0, in1, out_size, filter)?;
+    let mut kk = alloc::with_capacity(w.kk.len())?;
+    kk.extend(w.kk.iter().map(|&w| to_fixed(w)));
+    Ok(Coeffs {
         ksize: w.ksize,
         bounds: w.bounds,
         kk,
-    }
+    })
 }
 
 /// Pillow's NEAREST resize (`ImagingScaleAffine`): source index `(int)(x0)` with `x0` starting at
 /// half a step and advanced by repeated f64 addition, exactly as Pillow accumulates it (the
 /// rounding of that sum decides ties, so a closed form would differ).
-pub(super) fn nearest_table(in_size: usize, out_size: usize) -> Vec<usize> {
+pub(super) fn nearest_table(in_size: usize, out_size: usize) -> Result<Vec<usize>, AllocError> {
     // Pillow: a = (double)(float)(box width) / size, xo = a * 0.5, then xo += a.
     let a = f64::from(in_size as f32) / out_size as f64;
     let mut xo = a * 0.5;
-    let mut out = Vec::with_capacity(out_size);
+    let mut out = alloc::with_capacity(out_size)?;
     for _ in 0..out_size {
         out.push((xo as usize).min(in_size - 1));
         xo += a;
     }
-    out
+    Ok(out)
 }
 
 /// A rectangle of the output (`x`, `y`, `width`, `height`): a crop computed straight from the
@@ -355,20 +357,20 @@ pub fn source_span(
     filter: Filter,
     start: usize,
     len: usize,
-) -> (usize, usize) {
+) -> Result<(usize, usize), AllocError> {
     if in_size == out_size || len == 0 {
-        return (start, start + len);
+        return Ok((start, start + len));
     }
     if filter == Filter::Nearest {
-        let t = nearest_table(in_size, out_size);
+        let t = nearest_table(in_size, out_size)?;
         let s = &t[start..start + len];
         let lo = s.iter().copied().min().unwrap_or(0);
-        return (lo, s.iter().copied().max().unwrap_or(0) + 1);
+        return Ok((lo, s.iter().copied().max().unwrap_or(0) + 1));
     }
-    let c = coeffs(in_size, 0.0, in_size as f32, out_size, filter);
+    let c = coeffs(in_size, 0.0, in_size as f32, out_size, filter)?;
     let lo = c.bounds[start..start + len].iter().map(|b| b.0).min();
     let hi = c.bounds[start..start + len].iter().map(|b| b.0 + b.1).max();
-    (lo.unwrap_or(0), hi.unwrap_or(0))
+    Ok((lo.unwrap_or(0), hi.unwrap_or(0)))
 }
 
 /// `resize_window_u8` of a `full_width` x `full_height` image of which `src` holds only the
@@ -386,7 +388,8 @@ pub fn resize_region_u8(
     filter: Filter,
     window: Window,
 ) -> Result<Vec<u8>, ImageError> {
-    let mut out = vec![0u8; window.width * window.height * channels];
+    let len = alloc::product(&[window.width, window.height, channels]).map_err(no_memory)?;
+    let mut out = alloc::zeroed(len).map_err(no_memory)?;
     resize_region_into(
         src,
         region,
@@ -417,6 +420,70 @@ pub fn resize_region_into(
     window: Window,
     out: &mut [u8],
 ) -> Result<(), ImageError> {
+    let sizes = (full_width, full_height, out_width, out_height);
+    resize_region_into_alpha(
+        src,
+        region,
+        sizes,
+        channels,
+        filter,
+        window,
+        channels == 4,
+        out,
+    )
+}
+
+/// `resize_window_u8` with the alpha treatment chosen: `premultiply` true for 4 channels is
+/// Pillow's RGBA (resized as RGBa), false its RGBX and CMYK (every channel on its own).
+#[allow(clippy::too_many_arguments)]
+pub fn resize_window_u8_alpha(
+    src: &[u8],
+    width: usize,
+    height: usize,
+    channels: usize,
+    out_width: usize,
+    out_height: usize,
+    filter: Filter,
+    window: Window,
+    premultiply: bool,
+) -> Result<Vec<u8>, ImageError> {
+    let len = alloc::product(&[window.width, window.height, channels]).map_err(no_memory)?;
+    let mut out = alloc::zeroed(len).map_err(no_memory)?;
+    let all = Window {
+        x: 0,
+        y: 0,
+        width,
+        height,
+    };
+    resize_region_into_alpha(
+        src,
+        all,
+        (width, height, out_width, out_height),
+        channels,
+        filter,
+        window,
+        premultiply,
+        &mut out,
+    )?;
+    Ok(out)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn resize_region_into_alpha(
+    src: &[u8],
+    region: Window,
+    (full_width, full_height, out_width, out_height): (usize, usize, usize, usize),
+    channels: usize,
+    filter: Filter,
+    window: Window,
+    premultiply: bool,
+    out: &mut [u8],
+) -> Result<(), ImageError> {
+    if premultiply && channels != 4 {
+        return Err(ImageError::Unsupported(format!(
+            "alpha premultiplication needs 4 channels (RGBA), got {channels}"
+        )));
+    }
     let (width, height) = (full_width, full_height);
     check_sizes(
         src.len(),
@@ -441,8 +508,8 @@ pub fn resize_region_into(
     }
     if filter == Filter::Nearest {
         // Pillow's NEAREST copies whole pixels, RGBA included (no premultiplication).
-        let xs = nearest_table(width, out_width);
-        let ys = nearest_table(height, out_height);
+        let xs = nearest_table(width, out_width).map_err(no_memory)?;
+        let ys = nearest_table(height, out_height).map_err(no_memory)?;
         let lines = out.chunks_exact_mut(row_out);
         for (&sy, line) in ys[window.y..window.y + window.height].iter().zip(lines) {
             let row = &src[(sy - region.y) * row_len..(sy - region.y + 1) * row_len];
@@ -469,13 +536,21 @@ pub fn resize_region_into(
         filter,
         window,
         // Pillow resizes RGBA as premultiplied RGBa and converts back.
-        premultiply: channels == 4,
+        premultiply,
     };
-    convolve(&job, out);
-    if channels == 4 {
+    convolve(&job, out).map_err(no_memory)?;
+    if premultiply {
         kernels::unpremultiply(out);
     }
     Ok(())
+}
+
+/// A resize whose buffers cannot be allocated: Pillow raises `MemoryError` there (its
+/// `test_overflow`), and so does the binding for this variant.
+pub(super) fn no_memory(e: AllocError) -> ImageError {
+    ImageError::NoMemory(format!(
+        "the resize needs more memory than could be allocated ({e}); ask for a smaller size"
+    ))
 }
 
 /// The argument checks of `resize_region_into`.
@@ -505,7 +580,7 @@ fn check_sizes(
             "region {region:?} is not inside the {width}x{height} source"
         )));
     }
-    if src_len != region.width * region.height * channels {
+    if Ok(src_len) != alloc::product(&[region.width, region.height, channels]) {
         return Err(ImageError::InvalidSize(format!(
             "buffer of {} bytes is not {}x{}x{channels}",
             src_len, region.width, region.height
@@ -520,7 +595,7 @@ fn check_sizes(
             "window {window:?} is not inside the {out_width}x{out_height} output"
         )));
     }
-    if out_len != window.width * window.height * channels {
+    if Ok(out_len) != alloc::product(&[window.width, window.height, channels]) {
         return Err(ImageError::InvalidSize(format!(
             "output buffer of {} bytes is not {}x{}x{channels}",
             out_len, window.width, window.height
@@ -531,11 +606,12 @@ fn check_sizes(
     let partial = region.width != width || region.height != height;
     if partial
         && (!covers(
-            source_span(width, out_width, filter, window.x, window.width),
+            source_span(width, out_width, filter, window.x, window.width).map_err(no_memory)?,
             region.x,
             region.width,
         ) || !covers(
-            source_span(height, out_height, filter, window.y, window.height),
+            source_span(height, out_height, filter, window.y, window.height)
+                .map_err(no_memory)?,
             region.y,
             region.height,
         ))

@@ -1,7 +1,8 @@
 //! float32 resize, equal to Pillow's on mode "F" images channel by channel: the normalized
 //! weights stay f64 (no fixed point), each output is an f64 sum in tap order stored as f32, and
 //! the intermediate image between the passes is f32, as Pillow's is.
-use super::resize::{nearest_table, vertical_first, weights, Filter};
+use super::alloc::{self, AllocError};
+use super::resize::{no_memory, nearest_table, vertical_first, weights, Filter};
 use crate::error::ImageError;
 
 /// Resizes a float32 image of `channels` interleaved channels to `out_width` x `out_height`.
@@ -19,19 +20,22 @@ pub fn resize_f32(
             "sizes must be positive: input {width}x{height}x{channels}, output {out_width}x{out_height}"
         )));
     }
-    if src.len() != width * height * channels {
+    if Ok(src.len()) != alloc::product(&[width, height, channels]) {
         return Err(ImageError::InvalidSize(format!(
             "buffer of {} values is not {width}x{height}x{channels}",
             src.len()
         )));
     }
     if out_width == width && out_height == height {
-        return Ok(src.to_vec());
+        let mut out = alloc::with_capacity(src.len()).map_err(no_memory)?;
+        out.extend_from_slice(src);
+        return Ok(out);
     }
     if filter == Filter::Nearest {
-        let xs = nearest_table(width, out_width);
-        let ys = nearest_table(height, out_height);
-        let mut out = Vec::with_capacity(out_width * out_height * channels);
+        let xs = nearest_table(width, out_width).map_err(no_memory)?;
+        let ys = nearest_table(height, out_height).map_err(no_memory)?;
+        let len = alloc::product(&[out_width, out_height, channels]).map_err(no_memory)?;
+        let mut out = alloc::with_capacity(len).map_err(no_memory)?;
         for &sy in &ys {
             let row = &src[sy * width * channels..(sy + 1) * width * channels];
             for &sx in &xs {
@@ -42,14 +46,17 @@ pub fn resize_f32(
     }
     // Pillow's pass order, as for 8 bits (the intermediate image is f32 and rounds too).
     if out_width != width && vertical_first(width, height, out_width, out_height) {
-        let tall = passes(src, width, height, channels, width, out_height, filter);
-        return Ok(passes(
+        let tall = passes(src, width, height, channels, width, out_height, filter)
+            .map_err(no_memory)?;
+        return passes(
             &tall, width, out_height, channels, out_width, out_height, filter,
-        ));
+        )
+        .map_err(no_memory);
     }
-    Ok(passes(
+    passes(
         src, width, height, channels, out_width, out_height, filter,
-    ))
+    )
+    .map_err(no_memory)
 }
 
 fn passes(
@@ -60,10 +67,10 @@ fn passes(
     out_width: usize,
     out_height: usize,
     filter: Filter,
-) -> Vec<f32> {
+) -> Result<Vec<f32>, AllocError> {
     let need_h = out_width != width;
     let need_v = out_height != height;
-    let vert = weights(height, 0.0, height as f32, out_height, filter);
+    let vert = weights(height, 0.0, height as f32, out_height, filter)?;
     let (first, last) = if need_v {
         let (l, n) = vert.bounds[out_height - 1];
         (vert.bounds[0].0, l + n)
@@ -71,8 +78,8 @@ fn passes(
         (0, height)
     };
     let (img, w, offset): (std::borrow::Cow<'_, [f32]>, usize, usize) = if need_h {
-        let horiz = weights(width, 0.0, width as f32, out_width, filter);
-        let mut tmp = vec![0f32; out_width * (last - first) * channels];
+        let horiz = weights(width, 0.0, width as f32, out_width, filter)?;
+        let mut tmp = alloc::zeroed(alloc::product(&[out_width, last - first, channels])?)?;
         for (y, out) in tmp.chunks_exact_mut(out_width * channels).enumerate() {
             let line = &src[(y + first) * width * channels..(y + first + 1) * width * channels];
             for (xx, &(xmin, n)) in horiz.bounds.iter().enumerate() {
@@ -91,10 +98,12 @@ fn passes(
         (std::borrow::Cow::Borrowed(src), width, 0)
     };
     if !need_v {
-        return img[..w * height * channels].to_vec();
+        let mut out = alloc::with_capacity(w * height * channels)?;
+        out.extend_from_slice(&img[..w * height * channels]);
+        return Ok(out);
     }
     let stride = w * channels;
-    let mut out = vec![0f32; stride * out_height];
+    let mut out = alloc::zeroed(alloc::product(&[stride, out_height])?)?;
     for (yy, line) in out.chunks_exact_mut(stride).enumerate() {
         let (ymin, n) = vert.bounds[yy];
         let k = &vert.kk[yy * vert.ksize..yy * vert.ksize + n];
@@ -106,5 +115,5 @@ fn passes(
             *px = ss as f32;
         }
     }
-    out
+    Ok(out)
 }

@@ -4,6 +4,7 @@
 //! This saves its allocation (page faults on every call for a large image) and keeps the rows
 //! the second pass reads in L1/L2. The order of the passes, and the rounding to 8 bits between
 //! them, are Pillow's (`resize::vertical_first`), so the bytes are too.
+use super::alloc::{self, AllocError};
 use super::resize::{coeffs, vertical_first, Coeffs, Filter, Window};
 use super::resize_kernels::{self as kernels, Horizontal, Taps};
 
@@ -54,24 +55,26 @@ impl Job<'_> {
     }
 
     /// The horizontal weights of the window's columns, relative to the region's first column.
-    fn horizontal_coeffs(&self) -> (Coeffs, Vec<(usize, usize)>) {
+    fn horizontal_coeffs(&self) -> Result<(Coeffs, Vec<(usize, usize)>), AllocError> {
         let c = coeffs(
             self.width,
             0.0,
             self.width as f32,
             self.out_width,
             self.filter,
-        );
+        )?;
         let w = self.window;
-        let bounds = c.bounds[w.x..w.x + w.width]
-            .iter()
-            .map(|&(first, n)| (first - self.origin.x, n))
-            .collect();
-        (c, bounds)
+        let mut bounds = alloc::with_capacity(w.width)?;
+        bounds.extend(
+            c.bounds[w.x..w.x + w.width]
+                .iter()
+                .map(|&(first, n)| (first - self.origin.x, n)),
+        );
+        Ok((c, bounds))
     }
 
     /// The vertical pass's coefficients, over the whole height (rows are full-image indices).
-    fn vertical_coeffs(&self) -> Coeffs {
+    fn vertical_coeffs(&self) -> Result<Coeffs, AllocError> {
         coeffs(
             self.height,
             0.0,
@@ -83,13 +86,13 @@ impl Job<'_> {
 }
 
 /// Runs `job` into `out` (`window.width * window.height * channels` bytes).
-pub(super) fn convolve(job: &Job<'_>, out: &mut [u8]) {
+pub(super) fn convolve(job: &Job<'_>, out: &mut [u8]) -> Result<(), AllocError> {
     if job.out_width != job.width
         && vertical_first(job.width, job.height, job.out_width, job.out_height)
     {
-        vertical_then_horizontal(job, out);
+        vertical_then_horizontal(job, out)
     } else {
-        horizontal_then_vertical(job, out);
+        horizontal_then_vertical(job, out)
     }
 }
 
@@ -104,14 +107,14 @@ struct Ring {
 }
 
 impl Ring {
-    fn new(row: usize, cap: usize) -> Self {
+    fn new(row: usize, cap: usize) -> Result<Self, AllocError> {
         let cap = cap.max(1);
-        Self {
-            buf: vec![0u8; row * cap],
+        Ok(Self {
+            buf: alloc::zeroed(alloc::product(&[row, cap])?)?,
             row,
             cap,
             next: 0,
-        }
+        })
     }
 
     fn slot(&self, r: usize) -> usize {
@@ -166,11 +169,15 @@ fn max_taps(bounds: &[(usize, usize)]) -> usize {
 
 /// Horizontal pass (where the width changes) over only the source rows the vertical pass (or
 /// the window) reads, then vertical (where the height does).
-fn horizontal_then_vertical(job: &Job<'_>, out: &mut [u8]) {
+fn horizontal_then_vertical(job: &Job<'_>, out: &mut [u8]) -> Result<(), AllocError> {
     let (c, win) = (job.channels, job.window);
     let stride = job.stride();
     let row_bytes = win.width * c;
-    let hc = (job.out_width != job.width).then(|| job.horizontal_coeffs());
+    let hc = if job.out_width == job.width {
+        None
+    } else {
+        Some(job.horizontal_coeffs()?)
+    };
     let horiz = hc.as_ref().map(|(hc, bounds)| {
         let taps = Taps {
             ksize: hc.ksize,
@@ -182,7 +189,7 @@ fn horizontal_then_vertical(job: &Job<'_>, out: &mut [u8]) {
     let pairs = horiz.as_ref().is_some_and(Horizontal::wants_row_pairs);
     // Without a horizontal pass, the window's columns of the source row.
     let col0 = (win.x - job.origin.x) * c;
-    let mut scratch = vec![0u8; if job.premultiply { 2 * stride } else { 0 }];
+    let mut scratch = alloc::zeroed(if job.premultiply { 2 * stride } else { 0 })?;
     // The first pass's result for source row `r` (and `r + 1` into `dst2`).
     let mut produce = |r: usize, dst: &mut [u8], dst2: Option<&mut [u8]>| {
         let half = scratch.len() / 2;
@@ -213,9 +220,9 @@ fn horizontal_then_vertical(job: &Job<'_>, out: &mut [u8]) {
             produce(r, line, second);
             r += n;
         }
-        return;
+        return Ok(());
     }
-    let vc = job.vertical_coeffs();
+    let vc = job.vertical_coeffs()?;
     let vtaps = Taps {
         ksize: vc.ksize,
         bounds: &vc.bounds,
@@ -230,24 +237,25 @@ fn horizontal_then_vertical(job: &Job<'_>, out: &mut [u8]) {
             offs.extend((f..f + k.len()).map(|r| (r - job.origin.y) * stride + col0));
             kernels::vertical(job.src, &offs, k, line);
         }
-        return;
+        return Ok(());
     }
-    let mut ring = Ring::new(row_bytes, max_taps(&vc.bounds[rows.clone()]));
+    let mut ring = Ring::new(row_bytes, max_taps(&vc.bounds[rows.clone()]))?;
     for (yy, line) in rows.zip(out.chunks_exact_mut(row_bytes)) {
         let (f, k) = vtaps.get(yy);
         ring.fill(f, f + k.len(), pairs, &mut produce);
         ring.offsets(f, f + k.len(), &mut offs);
         kernels::vertical(&ring.buf, &offs, k, line);
     }
+    Ok(())
 }
 
 /// Vertical pass first (Pillow's choice for images that shrink much more in height), over the
 /// region's columns, each output row then resized horizontally at once.
-fn vertical_then_horizontal(job: &Job<'_>, out: &mut [u8]) {
+fn vertical_then_horizontal(job: &Job<'_>, out: &mut [u8]) -> Result<(), AllocError> {
     let (c, win) = (job.channels, job.window);
     let stride = job.stride();
     let row_bytes = win.width * c;
-    let (hc, bounds) = job.horizontal_coeffs();
+    let (hc, bounds) = job.horizontal_coeffs()?;
     let taps = Taps {
         ksize: hc.ksize,
         bounds: &bounds,
@@ -255,7 +263,7 @@ fn vertical_then_horizontal(job: &Job<'_>, out: &mut [u8]) {
     };
     let horiz = Horizontal::new(taps, c, stride);
     let pairs = horiz.wants_row_pairs();
-    let vc = job.vertical_coeffs();
+    let vc = job.vertical_coeffs()?;
     let vtaps = Taps {
         ksize: vc.ksize,
         bounds: &vc.bounds,
@@ -263,10 +271,12 @@ fn vertical_then_horizontal(job: &Job<'_>, out: &mut [u8]) {
     };
     let rows = win.y..win.y + win.height;
     // RGBA: the premultiplied source rows the current output rows read.
-    let mut ring = job
-        .premultiply
-        .then(|| Ring::new(stride, max_taps(&vc.bounds[rows.clone()]) + 1));
-    let mut tall = vec![0u8; 2 * stride];
+    let mut ring = if job.premultiply {
+        Some(Ring::new(stride, max_taps(&vc.bounds[rows.clone()]) + 1)?)
+    } else {
+        None
+    };
+    let mut tall = alloc::zeroed(2 * stride)?;
     let mut offs = Vec::with_capacity(vc.ksize);
     let mut vertical_row = |yy: usize, dst: &mut [u8], offs: &mut Vec<usize>| {
         let (f, k) = vtaps.get(yy);
@@ -297,4 +307,5 @@ fn vertical_then_horizontal(job: &Job<'_>, out: &mut [u8]) {
             yy += 1;
         }
     }
+    Ok(())
 }

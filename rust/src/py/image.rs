@@ -5,17 +5,21 @@ use crate::error::{DecodeError as CoreDecodeError, ImageError};
 use crate::image::jpeg_coeffs;
 use crate::image::pipeline::{process_one, DType, Layout, Resize, Spec, StageTimes, Tables};
 use crate::image::{
-    decode, resize_region_into, resize_window_u8 as resize_window, DecodeOptions, Filter, Image,
-    Mode, Window, DEFAULT_MAX_PIXELS,
+    decode, resize_region_into, resize_window_u8_alpha, DecodeOptions, Filter, Image, Mode, Window,
+    DEFAULT_MAX_PIXELS,
 };
 use pyo3::buffer::PyBuffer;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 impl From<ImageError> for PyErr {
     fn from(e: ImageError) -> Self {
-        PyValueError::new_err(e.to_string())
+        match e {
+            // As Pillow: a resize whose buffers cannot be allocated raises MemoryError.
+            ImageError::NoMemory(m) => PyMemoryError::new_err(m),
+            e => PyValueError::new_err(e.to_string()),
+        }
     }
 }
 
@@ -129,9 +133,11 @@ pub fn resize_batch_u8(
 }
 
 /// Resizes an 8-bit image held in any C-contiguous buffer (a numpy array) to a `PixelBuffer`;
-/// `window` = (x, y, width, height) computes only that part of the result. The GIL is released.
+/// `window` = (x, y, width, height) computes only that part of the result; `premultiply`
+/// (default: 4 channels) resizes 4 channels as Pillow's RGBA, else each channel on its own
+/// (RGBX, CMYK). The GIL is released.
 #[pyfunction]
-#[pyo3(signature = (data, height, width, channels, out_width, out_height, filter, window = None))]
+#[pyo3(signature = (data, height, width, channels, out_width, out_height, filter, window = None, premultiply = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn resize_u8(
     py: Python<'_>,
@@ -143,7 +149,9 @@ pub fn resize_u8(
     out_height: usize,
     filter: &str,
     window: Option<(usize, usize, usize, usize)>,
+    premultiply: Option<bool>,
 ) -> PyResult<PixelBuffer> {
+    let premultiply = premultiply.unwrap_or(channels == 4);
     let filter = parse_filter(filter)?;
     let buf = PyBuffer::<u8>::get(data)?;
     if !buf.is_c_contiguous() {
@@ -168,8 +176,16 @@ pub fn resize_u8(
         // SAFETY: `buf` holds the export (the memory stays valid and in place) until it drops
         // after this closure; it is C-contiguous with `len` bytes.
         let src = unsafe { std::slice::from_raw_parts(ptr as *const u8, len) };
-        resize_window(
-            src, width, height, channels, out_width, out_height, filter, win,
+        resize_window_u8_alpha(
+            src,
+            width,
+            height,
+            channels,
+            out_width,
+            out_height,
+            filter,
+            win,
+            premultiply,
         )
     })?;
     drop(buf);
@@ -388,7 +404,8 @@ pub fn resize_tables<'py>(
     if in_size == 0 || out_size == 0 {
         return Err(PyValueError::new_err("sizes must be positive"));
     }
-    let t = crate::image::resize::axis_tables(in_size, out_size, parse_filter(filter)?, antialias);
+    let t = crate::image::resize::axis_tables(in_size, out_size, parse_filter(filter)?, antialias)
+        .map_err(|e| PyMemoryError::new_err(format!("resize tables: {e}")))?;
     let bounds: Vec<u8> = t
         .bounds
         .iter()
@@ -515,7 +532,7 @@ pub fn jpeg_layouts<'py>(
             }
             let layout = jpeg_coeffs::read_layout(d, max_pixels)?;
             let o = if apply_exif_orientation {
-                crate::image::decode::orientation(d, crate::image::decode::Format::Jpeg, None)
+                crate::image::decode::orientation(d, crate::image::decode::Format::Jpeg)
             } else {
                 1
             };

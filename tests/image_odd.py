@@ -1,0 +1,221 @@
+"""Odd-but-real JPEG and PNG files, made from clean ones the way Pillow's own test images are odd
+(Tests/images/junk_jpeg_header.jpg, exif-ifd-offset.jpg, xmp_tags_orientation.png,
+exif_imagemagick_orientation.png, truncated_end_chunk.png, 1_trns.png, ...): stray bytes before
+markers, JPEGs without Huffman tables (Motion-JPEG frames) or quantization tables, EXIF and XMP
+orientation in the places Pillow looks, PNG chunks cut, checksums broken, tRNS edge cases."""
+
+from __future__ import annotations
+
+import io
+import struct
+import zlib
+
+import numpy as np
+from PIL import Image
+
+XMP_JPEG = b"http://ns.adobe.com/xap/1.0/\x00"
+
+
+def photo(width: int = 48, height: int = 40, seed: int = 0) -> np.ndarray:
+    """A small RGB image with edges and noise (so that every table and coefficient matters)."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:height, 0:width]
+    a = np.stack([x * 5 % 256, y * 6 % 256, (x + y) * 3 % 256], -1).astype(np.int16)
+    a += rng.integers(-20, 20, a.shape).astype(np.int16)
+    return np.clip(a, 0, 255).astype(np.uint8)
+
+
+def jpeg(arr: np.ndarray, **save: object) -> bytes:
+    b = io.BytesIO()
+    Image.fromarray(arr).save(b, "JPEG", **save)
+    return b.getvalue()
+
+
+def segments(data: bytes) -> list[tuple[int, int, int]]:
+    """(marker, start, end) of each marker segment from SOI's end; the SOS entry runs to the end."""
+    i, out = 2, []
+    while i + 4 <= len(data):
+        m = data[i + 1]
+        if m == 0xDA:
+            out.append((m, i, len(data)))
+            break
+        n = struct.unpack(">H", data[i + 2 : i + 4])[0]
+        out.append((m, i, i + 2 + n))
+        i += 2 + n
+    return out
+
+
+def without(data: bytes, marker: int) -> bytes:
+    """`data` without its `marker` segments (0xC4: DHT, a Motion-JPEG frame; 0xDB: DQT)."""
+    return data[:2] + b"".join(data[s:e] for m, s, e in segments(data) if m != marker)
+
+
+def stray_before(data: bytes, marker: int, junk: bytes = b"\x00\x13\x37") -> bytes:
+    out = bytearray(data[:2])
+    for m, s, e in segments(data):
+        if m == marker:
+            out += junk
+        out += data[s:e]
+    return bytes(out)
+
+
+def with_segment(data: bytes, segment: bytes) -> bytes:
+    return data[:2] + segment + data[2:]
+
+
+def app1(body: bytes) -> bytes:
+    return b"\xff\xe1" + struct.pack(">H", len(body) + 2) + body
+
+
+def exif(orientation: int, next_ifd: int = 0, little: bool = True) -> bytes:
+    """A TIFF block with IFD0 holding only Orientation; `next_ifd` may point anywhere (bad)."""
+    e = "<" if little else ">"
+    entry = struct.pack(e + "HHIHH", 0x112, 3, 1, orientation, 0)
+    ifd = struct.pack(e + "H", 1) + entry + struct.pack(e + "I", next_ifd)
+    return (b"II*\x00" if little else b"MM\x00*") + struct.pack(e + "I", 8) + ifd
+
+
+def xmp(orientation: int, element: bool = False) -> bytes:
+    tiff = 'xmlns:tiff="http://ns.adobe.com/tiff/1.0/"'
+    if element:
+        d = f'<rdf:Description rdf:about="" {tiff}><tiff:Orientation>{orientation}</tiff:Orientation></rdf:Description>'
+    else:
+        d = f'<rdf:Description rdf:about="" {tiff} tiff:Orientation="{orientation}"/>'
+    return (
+        '<?xpacket begin="" id="W5M0MpCehiHzreSzNTczkc9d"?><x:xmpmeta xmlns:x="adobe:ns:meta/">'
+        '<rdf:RDF xmlns:rdf="http://www.w3.org/1999/02/22-rdf-syntax-ns#">'
+        f'{d}</rdf:RDF></x:xmpmeta><?xpacket end="w"?>'
+    ).encode()
+
+
+def chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+
+def png_chunks(data: bytes) -> list[tuple[bytes, bytes]]:
+    i, out = 8, []
+    while i + 8 <= len(data):
+        n = struct.unpack(">I", data[i : i + 4])[0]
+        out.append((data[i + 4 : i + 8], data[i + 8 : i + 8 + n]))
+        i += 12 + n
+    return out
+
+
+def png_build(chunks: list[tuple[bytes, bytes]]) -> bytes:
+    return b"\x89PNG\r\n\x1a\n" + b"".join(chunk(k, b) for k, b in chunks)
+
+
+def png(arr: np.ndarray) -> bytes:
+    b = io.BytesIO()
+    Image.fromarray(arr).save(b, "PNG")
+    return b.getvalue()
+
+
+def png_raw(width: int, height: int, depth: int, color: int, rows: list[bytes], trns: bytes | None = None) -> bytes:
+    ihdr = struct.pack(">IIBBBBB", width, height, depth, color, 0, 0, 0)
+    chunks = [(b"IHDR", ihdr)]
+    if trns is not None:
+        chunks.append((b"tRNS", trns))
+    raw = b"".join(b"\x00" + r for r in rows)
+    return png_build([*chunks, (b"IDAT", zlib.compress(raw)), (b"IEND", b"")])
+
+
+def png_claiming(width: int, height: int) -> bytes:
+    """A valid 64x64 PNG whose IHDR (CRC fixed) claims `width` x `height`."""
+    d = bytearray(png(photo(64, 64)))
+    ihdr = struct.pack(">II", width, height) + d[24:29]
+    d[16:29] = ihdr
+    d[29:33] = struct.pack(">I", zlib.crc32(b"IHDR" + ihdr))
+    return bytes(d)
+
+
+def jpeg_claiming(width: int, height: int) -> bytes:
+    """A valid JPEG whose SOF0 claims `width` x `height`."""
+    d = bytearray(jpeg(photo(64, 64), quality=90))
+    for m, s, _e in segments(bytes(d)):
+        if m == 0xC0:
+            d[s + 5 : s + 9] = struct.pack(">HH", height, width)
+    return bytes(d)
+
+
+def odd_jpegs() -> dict[str, bytes]:
+    """Name -> an odd JPEG that Pillow decodes."""
+    base = jpeg(photo(), quality=90)
+    sos = base.index(b"\xff\xda")
+    mid = (sos + len(base)) // 2
+    out = {
+        "mjpeg-no-dht": without(base, 0xC4),
+        "stray-before-dqt": stray_before(base, 0xDB),
+        "stray-before-sof": stray_before(base, 0xC0),
+        "stray-before-dht": stray_before(base, 0xC4),
+        "stray-before-sos": stray_before(base, 0xDA),
+        "fill-bytes": stray_before(base, 0xC4, b"\xff\xff"),
+        "cut-scan-then-eoi": base[:mid] + b"\xff\xd9",
+        "restart-marker-inserted": base[:mid] + b"\xff\xd0" + base[mid:],
+    }
+    for o in (3, 6, 8):
+        out[f"exif-{o}-bad-next-ifd"] = with_segment(base, app1(b"Exif\x00\x00" + exif(o, 0xFFFFFF)))
+        out[f"exif-{o}-big-endian"] = with_segment(base, app1(b"Exif\x00\x00" + exif(o, little=False)))
+        out[f"xmp-{o}-attribute"] = with_segment(base, app1(XMP_JPEG + xmp(o)))
+        out[f"xmp-{o}-element"] = with_segment(base, app1(XMP_JPEG + xmp(o, element=True)))
+    # EXIF's orientation wins over XMP's; the first EXIF block over later ones
+    out["exif-6-over-xmp-3"] = with_segment(with_segment(base, app1(XMP_JPEG + xmp(3))), app1(b"Exif\x00\x00" + exif(6)))
+    return out
+
+
+def odd_pngs() -> dict[str, bytes]:
+    """Name -> an odd PNG (Pillow decodes it, or refuses it: the tests compare either way)."""
+    p = png(photo())
+    ch = png_chunks(p)
+    body = png_build([c for c in ch if c[0] != b"IEND"])
+    idat = p.index(b"IDAT")
+    n = struct.unpack(">I", p[idat - 4 : idat])[0]
+    bad_idat_crc = bytearray(p)
+    bad_idat_crc[idat + 4 + n] ^= 1
+    bad_adler = bytearray(p)
+    bad_adler[idat + 4 + n - 1] ^= 1
+    bad_adler[idat + 4 + n : idat + 8 + n] = struct.pack(">I", zlib.crc32(bytes(bad_adler[idat : idat + 4 + n])))
+    bad_ihdr_crc = bytearray(p)
+    bad_ihdr_crc[29] ^= 1
+    out = {
+        "no-iend": body,
+        "no-iend-crc-cut": body[:-2],
+        "bad-idat-crc": bytes(bad_idat_crc),
+        "bad-adler32": bytes(bad_adler),
+        "bad-ihdr-crc": bytes(bad_ihdr_crc),
+        "chunk-after-idat-cut": body + struct.pack(">I", 100) + b"tEXt" + b"ab",
+        "big-ztxt": png_build([ch[0], (b"zTXt", b"Comment\x00\x00" + zlib.compress(bytes(2 << 20))), *ch[1:]]),
+    }
+    for o in (3, 6):
+        e = exif(o)
+        hexed = (b"Exif\x00\x00" + e).hex().encode()
+        profile = b"\nexif\n%8d\n" % (len(hexed) // 2) + hexed + b"\n"
+        out[f"exif-{o}-before-idat"] = png_build([ch[0], (b"eXIf", e), *ch[1:]])
+        out[f"exif-{o}-after-idat"] = png_build([*ch[:-1], (b"eXIf", e), ch[-1]])
+        out[f"xmp-{o}-itxt"] = png_build([ch[0], (b"iTXt", b"XML:com.adobe.xmp\x00\x00\x00\x00\x00" + xmp(o)), *ch[1:]])
+        out[f"raw-profile-{o}-text"] = png_build([ch[0], (b"tEXt", b"Raw profile type exif\x00" + profile), *ch[1:]])
+        out[f"raw-profile-{o}-ztxt"] = png_build(
+            [ch[0], (b"zTXt", b"Raw profile type exif\x00\x00" + zlib.compress(profile)), *ch[1:]]
+        )
+    gray16 = struct.pack(">HHH", 300, 7, 0x0707)
+    trns = {
+        "1bit-trns-255": (8, 1, 1, 0, [b"\xa5"], 255),
+        "1bit-trns-1": (8, 1, 1, 0, [b"\xa5"], 1),
+        "1bit-trns-0": (8, 1, 1, 0, [b"\xa5"], 0),
+        "2bit-trns-2": (4, 1, 2, 0, [b"\x1b"], 2),
+        "2bit-trns-170": (4, 1, 2, 0, [b"\x1b"], 170),
+        "4bit-trns-3": (2, 1, 4, 0, [b"\x3f"], 3),
+        "4bit-trns-51": (4, 1, 4, 0, [b"\x3f\x12"], 51),
+        "16bit-gray-trns-300": (3, 1, 16, 0, [gray16], 300),
+        "16bit-gray-trns-7": (3, 1, 16, 0, [gray16], 7),
+        "16bit-gray-trns-255": (3, 1, 16, 0, [gray16], 255),
+        "8bit-gray-trns-7": (2, 1, 8, 0, [b"\x07\x08"], 7),
+        "8bit-gray-trns-0x0107": (2, 1, 8, 0, [b"\x07\x08"], 0x0107),
+        "16bit-gray-trns-0x2007": (3, 1, 16, 0, [gray16], 0x2007),
+    }
+    for name, (w, h, depth, color, rows, t) in trns.items():
+        out[name] = png_raw(w, h, depth, color, rows, struct.pack(">H", t))
+    rgb16 = [struct.pack(">6H", 300, 2, 3, 0x0100, 0x0300, 0x0500)]
+    out["16bit-rgb-trns-wide"] = png_raw(2, 1, 16, 2, rgb16, struct.pack(">3H", 300, 2, 3))
+    out["16bit-rgb-trns-high-bytes"] = png_raw(2, 1, 16, 2, rgb16, struct.pack(">3H", 1, 3, 5))
+    return out
