@@ -4,6 +4,7 @@ pub mod decode;
 mod jpeg;
 pub mod jpeg_coeffs;
 pub mod pipeline;
+pub mod train;
 mod png;
 pub mod resize;
 #[cfg(target_arch = "x86_64")]

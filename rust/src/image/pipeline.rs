@@ -139,13 +139,24 @@ pub struct Tables {
 }
 
 impl Tables {
+    /// `ToTensor` (`x / 255`) then `Normalize`, each a float32 operation, as torch does them.
     pub fn new(mean: [f32; 3], std: [f32; 3]) -> Self {
+        Self::build(mean, std, |v| v / 255.0)
+    }
+
+    /// torchvision v2's `ToDtype(float32, scale=True)` then `Normalize`: v2 scales by
+    /// multiplying with `1 / 255` rounded to float32, which differs from `ToTensor`'s division
+    /// for 126 of the 256 bytes.
+    pub fn v2(mean: [f32; 3], std: [f32; 3]) -> Self {
+        Self::build(mean, std, |v| v * (1.0f64 / 255.0) as f32)
+    }
+
+    fn build(mean: [f32; 3], std: [f32; 3], scale: impl Fn(f32) -> f32) -> Self {
         let mut f32t = [[0f32; 256]; 3];
         let mut f16t = [[0u16; 256]; 3];
         for c in 0..3 {
             for v in 0..256 {
-                // ToTensor then Normalize, each a float32 operation, as torch does them.
-                let x = (v as f32 / 255.0 - mean[c]) / std[c];
+                let x = (scale(v as f32) - mean[c]) / std[c];
                 f32t[c][v] = x;
                 f16t[c][v] = half::f16::from_f32(x).to_bits();
             }
@@ -175,10 +186,17 @@ impl Tables {
     }
 }
 
-fn write_output(pixels: &[u8], w: usize, h: usize, spec: &Spec, tables: &Tables, out: &mut [u8]) {
+pub(super) fn write_output(
+    pixels: &[u8],
+    w: usize,
+    h: usize,
+    (layout, dtype): (Layout, DType),
+    tables: &Tables,
+    out: &mut [u8],
+) {
     let plane = w * h;
-    match spec.dtype {
-        DType::U8 => match spec.layout {
+    match dtype {
+        DType::U8 => match layout {
             Layout::Nhwc => out.copy_from_slice(pixels),
             Layout::Nchw => {
                 for (i, px) in pixels.chunks_exact(3).enumerate() {
@@ -192,7 +210,7 @@ fn write_output(pixels: &[u8], w: usize, h: usize, spec: &Spec, tables: &Tables,
             let t = &tables.f32;
             let mut put =
                 |i: usize, v: f32| out[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
-            match spec.layout {
+            match layout {
                 Layout::Nhwc => {
                     for (i, px) in pixels.chunks_exact(3).enumerate() {
                         for c in 0..3 {
@@ -213,7 +231,7 @@ fn write_output(pixels: &[u8], w: usize, h: usize, spec: &Spec, tables: &Tables,
             let t = &tables.f16;
             let mut put =
                 |i: usize, v: u16| out[i * 2..i * 2 + 2].copy_from_slice(&v.to_ne_bytes());
-            match spec.layout {
+            match layout {
                 Layout::Nhwc => {
                     for (i, px) in pixels.chunks_exact(3).enumerate() {
                         for c in 0..3 {
@@ -253,7 +271,7 @@ struct Decoded {
 
 /// Maps a rectangle between stored and oriented coordinates of a `w` x `h` stored image (the
 /// flips are involutions, so one function serves both ways given the direction).
-fn map_rect(r: Window, o: u32, w: usize, h: usize, to_stored: bool) -> Window {
+pub(super) fn map_rect(r: Window, o: u32, w: usize, h: usize, to_stored: bool) -> Window {
     let (swap, fx, fy) = decode::orientation_axes(o);
     let flip = |start: usize, len: usize, size: usize| size - start - len;
     let (mut x, mut y, mut rw, mut rh) = (r.x, r.y, r.width, r.height);
@@ -354,13 +372,13 @@ thread_local! {
     static SPARE_PIXELS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-fn spare_pixels() -> Vec<u8> {
+pub(super) fn spare_pixels() -> Vec<u8> {
     SPARE_PIXELS.with(|s| std::mem::take(&mut *s.borrow_mut()))
 }
 
 /// Keeps `pixels` for the next image unless it is larger than `KEEP_AT_MOST` (a 12-megapixel
 /// RGB photo fits): what each pipeline thread may hold between batches.
-fn recycle_pixels(pixels: Vec<u8>) {
+pub(super) fn recycle_pixels(pixels: Vec<u8>) {
     const KEEP_AT_MOST: usize = 48 << 20;
     SPARE_PIXELS.with(|s| {
         let mut spare = s.borrow_mut();
@@ -424,7 +442,7 @@ pub fn process_one(
     recycle_pixels(dec.img.pixels);
 
     let t2 = Instant::now();
-    write_output(&pixels, cw, ch, spec, tables, out);
+    write_output(&pixels, cw, ch, (spec.layout, spec.dtype), tables, out);
     Ok(StageTimes {
         decode: decode_ns,
         resize: resize_ns,
