@@ -4,7 +4,6 @@ pub mod decode;
 mod jpeg;
 pub mod jpeg_coeffs;
 pub mod pipeline;
-pub mod train;
 mod png;
 pub mod resize;
 #[cfg(target_arch = "x86_64")]
@@ -12,6 +11,7 @@ mod resize_avx2;
 mod resize_float;
 mod resize_kernels;
 mod resize_passes;
+pub mod train;
 
 pub use decode::{decode, DecodeOptions, Image, Mode, DEFAULT_MAX_PIXELS};
 pub use resize::{resize_region_into, resize_u8, resize_window_u8, Filter, Window};

@@ -196,7 +196,12 @@ pub enum Choice {
     Given(Params),
 }
 
-fn choose(choice: Choice, width: usize, height: usize, spec: &TrainSpec) -> Result<Params, DecodeError> {
+fn choose(
+    choice: Choice,
+    width: usize,
+    height: usize,
+    spec: &TrainSpec,
+) -> Result<Params, DecodeError> {
     match choice {
         Choice::Draw(mut rng) => Ok(sample(width, height, spec, &mut rng)),
         Choice::Given(p) => {
@@ -221,7 +226,11 @@ fn choose(choice: Choice, width: usize, height: usize, spec: &TrainSpec) -> Resu
 }
 
 /// The crop's pixels (RGB, `width * height * 3` bytes) and the parameters used.
-fn decode_crop(data: &[u8], spec: &TrainSpec, choice: Choice) -> Result<(Vec<u8>, Params), DecodeError> {
+fn decode_crop(
+    data: &[u8],
+    spec: &TrainSpec,
+    choice: Choice,
+) -> Result<(Vec<u8>, Params), DecodeError> {
     if decode::sniff(data)? != Format::Jpeg {
         let opts = DecodeOptions {
             mode: Mode::Rgb,
@@ -280,9 +289,11 @@ fn decode_crop(data: &[u8], spec: &TrainSpec, choice: Choice) -> Result<(Vec<u8>
         height: got.y1 - got.y0,
     };
     let region = map_rect(got, o, sw, sh, false);
-    let p = match p {
-        Some(p) => p,
-        None => return Err(DecodeError::Corrupt("JPEG", "the header gives no size".into())),
+    let Some(p) = p else {
+        return Err(DecodeError::Corrupt(
+            "JPEG",
+            "the header gives no size".into(),
+        ));
     };
     let crop = cut(&img, region, p);
     recycle_pixels(img.pixels);
@@ -307,8 +318,9 @@ fn cut(img: &Image, region: Window, p: Params) -> Result<Vec<u8>, DecodeError> {
     let row = region.width * 3;
     let (x, len) = ((p.left - region.x) * 3, p.width * 3);
     let mut out = Vec::new();
-    out.try_reserve_exact(len * p.height)
-        .map_err(|_| DecodeError::Resources(format!("out of memory for a {}x{} crop", p.width, p.height)))?;
+    out.try_reserve_exact(len * p.height).map_err(|_| {
+        DecodeError::Resources(format!("out of memory for a {}x{} crop", p.width, p.height))
+    })?;
     for y in p.top - region.y..p.top - region.y + p.height {
         out.extend_from_slice(&img.pixels[y * row + x..y * row + x + len]);
     }
@@ -440,7 +452,10 @@ mod tests {
             let (w, h) = (1 + (i as usize * 37) % 700, 1 + (i as usize * 91) % 500);
             let p = sample(w, h, &s, &mut r);
             assert!(p.width > 0 && p.height > 0);
-            assert!(p.left + p.width <= w && p.top + p.height <= h, "{p:?} in {w}x{h}");
+            assert!(
+                p.left + p.width <= w && p.top + p.height <= h,
+                "{p:?} in {w}x{h}"
+            );
         }
         // A 1000x10 strip: no crop of ratio <= 4/3 and area >= 8% fits; the fallback keeps the
         // full height and width = round(10 * 4/3) = 13, centred.
@@ -460,6 +475,9 @@ mod tests {
     fn flip_rows_mirrors() {
         let mut px: Vec<u8> = (0..18).collect();
         flip_rows(&mut px, 3);
-        assert_eq!(px, [6, 7, 8, 3, 4, 5, 0, 1, 2, 15, 16, 17, 12, 13, 14, 9, 10, 11]);
+        assert_eq!(
+            px,
+            [6, 7, 8, 3, 4, 5, 0, 1, 2, 15, 16, 17, 12, 13, 14, 9, 10, 11]
+        );
     }
 }
