@@ -186,6 +186,9 @@ impl Tables {
     }
 }
 
+/// Writes the RGB `pixels` (w x h) into `out` as the output dtype and layout: a table lookup
+/// per byte, plane by plane for NCHW, into a typed view of `out` (the batch slots are aligned
+/// for their dtype; a misaligned buffer goes through a typed scratch copy).
 pub(super) fn write_output(
     pixels: &[u8],
     w: usize,
@@ -194,58 +197,71 @@ pub(super) fn write_output(
     tables: &Tables,
     out: &mut [u8],
 ) {
-    let plane = w * h;
+    debug_assert_eq!(pixels.len(), w * h * 3);
     match dtype {
-        DType::U8 => match layout {
-            Layout::Nhwc => out.copy_from_slice(pixels),
-            Layout::Nchw => {
-                for (i, px) in pixels.chunks_exact(3).enumerate() {
-                    for c in 0..3 {
-                        out[c * plane + i] = px[c];
-                    }
-                }
-            }
-        },
-        DType::F32 => {
-            let t = &tables.f32;
-            let mut put =
-                |i: usize, v: f32| out[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
-            match layout {
-                Layout::Nhwc => {
-                    for (i, px) in pixels.chunks_exact(3).enumerate() {
-                        for c in 0..3 {
-                            put(i * 3 + c, t[c][usize::from(px[c])]);
-                        }
-                    }
-                }
-                Layout::Nchw => {
-                    for (i, px) in pixels.chunks_exact(3).enumerate() {
-                        for c in 0..3 {
-                            put(c * plane + i, t[c][usize::from(px[c])]);
-                        }
-                    }
-                }
+        DType::U8 if layout == Layout::Nhwc => out.copy_from_slice(pixels),
+        DType::U8 => lookup(pixels, layout, out, |_, v| v),
+        DType::F32 => write_typed(pixels, layout, out, |c, v| tables.f32[c][usize::from(v)]),
+        DType::F16 => write_typed(pixels, layout, out, |c, v| tables.f16[c][usize::from(v)]),
+    }
+}
+
+/// `lookup` into `out` seen as `T`s (f32 or u16 bit patterns), whose bytes are native-endian.
+fn write_typed<T: Copy + Default + NeBytes>(
+    pixels: &[u8],
+    layout: Layout,
+    out: &mut [u8],
+    f: impl Fn(usize, u8) -> T,
+) {
+    // SAFETY: f32 and u16 have no invalid bit patterns, so viewing initialized bytes as them is
+    // sound; `align_to_mut` puts only whole, aligned elements in the middle part.
+    let (head, typed, tail) = unsafe { out.align_to_mut::<T>() };
+    if head.is_empty() && tail.is_empty() {
+        lookup(pixels, layout, typed, f);
+    } else {
+        let mut scratch = vec![T::default(); pixels.len()];
+        lookup(pixels, layout, &mut scratch, f);
+        for (o, v) in out.chunks_exact_mut(std::mem::size_of::<T>()).zip(scratch) {
+            v.put(o);
+        }
+    }
+}
+
+trait NeBytes {
+    fn put(self, out: &mut [u8]);
+}
+
+impl NeBytes for f32 {
+    fn put(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_ne_bytes());
+    }
+}
+
+impl NeBytes for u16 {
+    fn put(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_ne_bytes());
+    }
+}
+
+/// `out[...] = f(channel, byte)` for every byte of the interleaved RGB `pixels`, in `layout`.
+fn lookup<T: Copy>(pixels: &[u8], layout: Layout, out: &mut [T], f: impl Fn(usize, u8) -> T) {
+    match layout {
+        Layout::Nhwc => {
+            for (o, px) in out.chunks_exact_mut(3).zip(pixels.chunks_exact(3)) {
+                o[0] = f(0, px[0]);
+                o[1] = f(1, px[1]);
+                o[2] = f(2, px[2]);
             }
         }
-        DType::F16 => {
-            let t = &tables.f16;
-            let mut put =
-                |i: usize, v: u16| out[i * 2..i * 2 + 2].copy_from_slice(&v.to_ne_bytes());
-            match layout {
-                Layout::Nhwc => {
-                    for (i, px) in pixels.chunks_exact(3).enumerate() {
-                        for c in 0..3 {
-                            put(i * 3 + c, t[c][usize::from(px[c])]);
-                        }
-                    }
-                }
-                Layout::Nchw => {
-                    for (i, px) in pixels.chunks_exact(3).enumerate() {
-                        for c in 0..3 {
-                            put(c * plane + i, t[c][usize::from(px[c])]);
-                        }
-                    }
-                }
+        Layout::Nchw => {
+            let plane = pixels.len() / 3;
+            let (r, rest) = out.split_at_mut(plane);
+            let (g, b) = rest.split_at_mut(plane);
+            let planes = r.iter_mut().zip(g.iter_mut()).zip(b.iter_mut());
+            for (((r, g), b), px) in planes.zip(pixels.chunks_exact(3)) {
+                *r = f(0, px[0]);
+                *g = f(1, px[1]);
+                *b = f(2, px[2]);
             }
         }
     }

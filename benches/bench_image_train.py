@@ -1,0 +1,149 @@
+"""Training transform, side by side: encoded JPEG bytes -> RandomResizedCrop(224) +
+RandomHorizontalFlip + ToImage + ToDtype(float32, scale=True) + Normalize, as one NCHW float32
+batch: fastprep.TrainPipeline against torchvision's v2 transform on Pillow images (Image.open +
+convert("RGB"), then the v2 Compose, then torch.stack), one thread each; and fastprep on 1 vs 2
+threads. fastprep's output is first asserted identical to torchvision's given the same parameters.
+
+pytest: ``pytest benches/bench_image_train.py --benchmark-group-by=group``. On a shared, noisy
+machine the interleaved form alternates the contenders round by round and prints the ratios:
+``python benches/bench_image_train.py [rounds]``.
+"""
+
+from __future__ import annotations
+
+import io
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
+import pytest
+from PIL import Image
+
+import fastprep
+from tests import image_data as data
+
+torch = pytest.importorskip("torch")
+v2 = pytest.importorskip("torchvision.transforms.v2")
+F = v2.functional
+
+SIZES = {"500x375": (500, 375), "1080p": (1920, 1080)}
+
+
+def jpegs(size: str) -> list[bytes]:
+    """Baseline and progressive, 4:2:0 and 4:4:4, from two real photos (ImageNet's JPEGs average
+    about 500x375, mostly baseline 4:2:0)."""
+    w, h = SIZES[size]
+    out = []
+    for name in ("china.jpg", "flower.jpg"):
+        img = data.scaled(data.photos()[name], (w, h))
+        out += [
+            data.jpeg(img, quality=90, subsampling=2),
+            data.jpeg(img, quality=90, subsampling=0),
+            data.jpeg(img, quality=85, subsampling=2, progressive=True),
+            data.jpeg(np.ascontiguousarray(img[:, ::-1]), quality=80, subsampling=0, progressive=True),
+        ]
+    return out
+
+
+def torchvision_transform() -> Any:
+    return v2.Compose(
+        [
+            v2.RandomResizedCrop(224, antialias=True),
+            v2.RandomHorizontalFlip(),
+            v2.ToImage(),
+            v2.ToDtype(torch.float32, scale=True),
+            v2.Normalize(list(fastprep.IMAGENET_MEAN), list(fastprep.IMAGENET_STD)),
+        ]
+    )
+
+
+def torchvision_batch(blobs: list[bytes], transform: Any) -> Any:
+    return torch.stack([transform(Image.open(io.BytesIO(b)).convert("RGB")) for b in blobs])
+
+
+def torchvision_replay(blob: bytes, row: np.ndarray) -> np.ndarray:
+    top, left, height, width, flipped = (int(v) for v in row)
+    im = F.resized_crop(Image.open(io.BytesIO(blob)).convert("RGB"), top, left, height, width, [224, 224], antialias=True)
+    if flipped:
+        im = F.horizontal_flip(im)
+    t = F.to_dtype(F.to_image(im), torch.float32, scale=True)
+    return F.normalize(t, list(fastprep.IMAGENET_MEAN), list(fastprep.IMAGENET_STD)).numpy()
+
+
+def assert_identical(pipe: fastprep.TrainPipeline, blobs: list[bytes]) -> None:
+    batch, params = pipe(blobs)
+    for i, row in enumerate(params):
+        np.testing.assert_array_equal(batch[i], torchvision_replay(blobs[i], row))
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+@pytest.mark.parametrize("impl", ["fastprep", "torchvision"])
+def test_train_one_thread(benchmark, size, impl):
+    blobs = jpegs(size)
+    torch.set_num_threads(1)
+    if impl == "fastprep":
+        pipe = fastprep.TrainPipeline(224, num_threads=1, seed=0)
+        assert_identical(pipe, blobs)
+        run: Callable[[], Any] = lambda: pipe(blobs)  # noqa: E731
+    else:
+        transform = torchvision_transform()
+        run = lambda: torchvision_batch(blobs, transform)  # noqa: E731
+    benchmark.group = f"train transform {size} jpeg -> 224, 1 thread, {len(blobs)} images"
+    benchmark(run)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_train_threads(benchmark, threads):
+    blobs = jpegs("500x375") * 4
+    pipe = fastprep.TrainPipeline(224, num_threads=threads, seed=0)
+    benchmark.group = f"train transform, batch of {len(blobs)} 500x375 jpeg, 1 vs 2 threads"
+    benchmark(lambda: pipe(blobs))
+
+
+def _interleaved(rounds: int) -> None:
+    """Alternates the contenders round by round; prints best and median per round and ratios."""
+    torch.set_num_threads(1)
+    transform = torchvision_transform()
+    for size in SIZES:
+        blobs = jpegs(size)
+        pipe = fastprep.TrainPipeline(224, num_threads=1, seed=0)
+        assert_identical(pipe, blobs)
+        sides: dict[str, Callable[[], Any]] = {
+            "fastprep": lambda blobs=blobs, pipe=pipe: pipe(blobs),
+            "torchvision": lambda blobs=blobs: torchvision_batch(blobs, transform),
+        }
+        _report(f"{size}, {len(blobs)} images, 1 thread", sides, rounds)
+    blobs = jpegs("500x375") * 4
+    one = fastprep.TrainPipeline(224, num_threads=1, seed=0)
+    two = fastprep.TrainPipeline(224, num_threads=2, seed=0)
+    _report(
+        f"500x375, batch of {len(blobs)}: 1 vs 2 threads",
+        {"fastprep 1 thread": lambda: one(blobs), "fastprep 2 threads": lambda: two(blobs)},
+        rounds,
+    )
+
+
+def _report(title: str, sides: dict[str, Callable[[], Any]], rounds: int) -> None:
+    times: dict[str, list[float]] = {k: [] for k in sides}
+    for f in sides.values():
+        f()  # warm up
+    for _ in range(rounds):
+        for k, f in sides.items():
+            t = time.perf_counter()
+            f()
+            times[k].append(time.perf_counter() - t)
+    (a, ta), (b, tb) = times.items()
+    print(f"{title}:")
+    for k, ts in times.items():
+        print(f"  {k:20s} best {min(ts) * 1e3:8.2f} ms  median {statistics.median(ts) * 1e3:8.2f} ms")
+    print(f"  {b} / {a}: best {min(tb) / min(ta):.2f}x  median {statistics.median(tb) / statistics.median(ta):.2f}x")
+
+
+if __name__ == "__main__":
+    _interleaved(int(sys.argv[1]) if len(sys.argv) > 1 else 30)
