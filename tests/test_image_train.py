@@ -122,7 +122,9 @@ def test_replayed_params_match_torchvision_exactly():
     assert checked > 250
 
 
-@pytest.mark.parametrize(("dtype", "layout", "filter"), [("float16", "NHWC", "bilinear"), ("float32", "NCHW", "bicubic")])
+@pytest.mark.parametrize(
+    ("dtype", "layout", "filter"), [("float16", "NHWC", "bilinear"), ("float32", "NCHW", "bicubic")]
+)
 def test_dtypes_layouts_filters(dtype, layout, filter):
     blob = data.jpeg_variants()["china-q95-444"]
     pipe = fastprep.TrainPipeline(48, dtype=dtype, layout=layout, filter=filter, seed=3)
@@ -201,7 +203,7 @@ def test_seed_step_and_threads_determinism():
         second = pipe(blobs)
         runs.append((first, second))
         assert pipe.step == 2
-    for (b1, p1), (b2, p2) in runs[1:]:
+    for (b1, p1), (_b2, p2) in runs[1:]:
         np.testing.assert_array_equal(b1, runs[0][0][0])
         np.testing.assert_array_equal(p1, runs[0][0][1])
         np.testing.assert_array_equal(p2, runs[0][1][1])
@@ -233,7 +235,7 @@ def test_corrupt_image_reported_by_index_or_skipped():
 def test_replayed_params_outside_the_image_are_refused():
     blob = _tiny(17, 9, "jpeg")
     rows = [(0, 0, 9, 17, 0), (0, 1, 9, 17, 0), (0, 0, 0, 3, 0)]
-    batch, params, ok = fastprep.TrainPipeline(8, on_error="skip")([blob] * 3, params=rows)
+    _batch, _params, ok = fastprep.TrainPipeline(8, on_error="skip")([blob] * 3, params=rows)
     assert ok.tolist() == [True, False, False]
     with pytest.raises(DecodeError, match="does not fit") as exc:
         fastprep.TrainPipeline(8)([blob] * 3, params=rows)
@@ -254,6 +256,6 @@ def test_bad_settings_raise_value_error(kw):
 def test_timings_and_stats():
     blob = data.jpeg_variants()["flower-q75-420"]
     pipe = fastprep.TrainPipeline(32, seed=0)
-    batch, params, timings = pipe([blob] * 4, return_timings=True)
+    _batch, _params, timings = pipe([blob] * 4, return_timings=True)
     assert timings["per_image"].shape == (4, 3) and timings["wall"] > 0
     assert pipe.stats()["decode"]["count"] == 4
