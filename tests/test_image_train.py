@@ -189,6 +189,17 @@ def test_fallback_central_crop_is_torchvision(w, h):
         assert row == (*expect, 0)
 
 
+def test_fallback_to_an_empty_crop_is_torchvision():
+    """A 5x1 image with ratio (0.1, 0.3): no try fits and the fallback's width rounds to 0;
+    torchvision then resizes Pillow's empty crop to black, and so does fastprep."""
+    blob = _tiny(5, 1, "png")
+    tv = v2.RandomResizedCrop(8, ratio=(0.1, 0.3))
+    p = tv.make_params([torch.zeros(3, 1, 5, dtype=torch.uint8)])
+    batch, params = fastprep.TrainPipeline(8, ratio=(0.1, 0.3), flip_p=0.0, seed=1)([blob])
+    assert tuple(params[0]) == (p["top"], p["left"], p["height"], p["width"], 0) == (0, 2, 1, 0, 0)
+    np.testing.assert_array_equal(batch[0], torchvision_train(blob, params[0], (8, 8)))
+
+
 def test_flip_probability_extremes():
     assert all(r[4] == 0 for r in _sample_sizes(20, 20, 200, flip_p=0.0))
     assert all(r[4] == 1 for r in _sample_sizes(20, 20, 200, flip_p=1.0))
@@ -235,11 +246,16 @@ def test_corrupt_image_reported_by_index_or_skipped():
 def test_replayed_params_outside_the_image_are_refused():
     blob = _tiny(17, 9, "jpeg")
     rows = [(0, 0, 9, 17, 0), (0, 1, 9, 17, 0), (0, 0, 0, 3, 0)]
-    _batch, _params, ok = fastprep.TrainPipeline(8, on_error="skip")([blob] * 3, params=rows)
-    assert ok.tolist() == [True, False, False]
+    batch, _params, ok = fastprep.TrainPipeline(8, on_error="skip")([blob] * 3, params=rows)
+    assert ok.tolist() == [True, False, True]
+    # an empty box is torchvision's too: Pillow resizes the 0x9 crop to black
+    np.testing.assert_array_equal(batch[2], torchvision_train(blob, rows[2], (8, 8)))
     with pytest.raises(DecodeError, match="does not fit") as exc:
         fastprep.TrainPipeline(8)([blob] * 3, params=rows)
     assert exc.value.index == 1
+    huge = [(0, 2**63, 1, 2**63, 0)]  # left + width wraps around in 64 bits
+    _, _, ok = fastprep.TrainPipeline(8, on_error="skip")([blob], params=np.asarray(huge, dtype=np.uint64))
+    assert ok.tolist() == [False]
     with pytest.raises(ValueError, match="rows of 5"):
         fastprep.TrainPipeline(8)([blob], params=[(0, 0, 1)])
 

@@ -205,10 +205,12 @@ fn choose(
     match choice {
         Choice::Draw(mut rng) => Ok(sample(width, height, spec, &mut rng)),
         Choice::Given(p) => {
-            let inside = p.width > 0
-                && p.height > 0
-                && p.left + p.width <= width
-                && p.top + p.height <= height;
+            // An empty box is allowed: Pillow crops it to a 0-pixel image and resizes that to
+            // black, and torchvision's fallback can produce one (see `process_one`).
+            let fits = |start: usize, len: usize, size: usize| {
+                start.checked_add(len).is_some_and(|end| end <= size)
+            };
+            let inside = fits(p.left, p.width, width) && fits(p.top, p.height, height);
             if inside {
                 Ok(p)
             } else {
@@ -216,7 +218,7 @@ fn choose(
                     "crop",
                     format!(
                         "top={} left={} height={} width={} does not fit in the {width}x{height} \
-                         image; give a non-empty box inside the (EXIF-oriented) image",
+                         image; give a box inside the (EXIF-oriented) image",
                         p.top, p.left, p.height, p.width
                     ),
                 ))
@@ -273,7 +275,9 @@ fn decode_crop(
             x1: s.x + s.width,
             y1: s.y + s.height,
         };
-        (Some(p), Some(want))
+        // An empty crop still decodes the whole file, which judges it as Pillow's load would.
+        let empty = p.width == 0 || p.height == 0;
+        (Some(p), (!empty).then_some(want))
     } else {
         (None, None)
     };
@@ -360,26 +364,34 @@ pub fn process_one(
 
     let t1 = Instant::now();
     let (ow, oh) = spec.size;
-    let mut pixels = vec![0u8; ow * oh * 3];
+    let mut pixels = Vec::new();
+    pixels
+        .try_reserve_exact(ow * oh * 3)
+        .map_err(|_| DecodeError::Resources(format!("out of memory for a {ow}x{oh} output")))?;
+    pixels.resize(ow * oh * 3, 0);
     let whole = |width, height| Window {
         x: 0,
         y: 0,
         width,
         height,
     };
-    resize_region_into(
-        &crop,
-        whole(p.width, p.height),
-        p.width,
-        p.height,
-        3,
-        ow,
-        oh,
-        spec.filter,
-        whole(ow, oh),
-        &mut pixels,
-    )
-    .map_err(|e| DecodeError::Unsupported("resize", e.to_string()))?;
+    // Pillow resizes an empty crop to black: the zeros `pixels` starts with.
+    let empty = p.width == 0 || p.height == 0;
+    if !empty {
+        resize_region_into(
+            &crop,
+            whole(p.width, p.height),
+            p.width,
+            p.height,
+            3,
+            ow,
+            oh,
+            spec.filter,
+            whole(ow, oh),
+            &mut pixels,
+        )
+        .map_err(|e| DecodeError::Unsupported("resize", e.to_string()))?;
+    }
     if p.flip {
         flip_rows(&mut pixels, ow);
     }
