@@ -24,11 +24,13 @@ from .kernels import kernel_names, kernel_source
 from .pipeline import IMAGENET_MEAN, IMAGENET_STD, ImagePipeline, preprocess
 from .pool import Block, BlockPool, PoolStats
 from .tokenizer import AddedToken, Encoding, Tokenizer
+from .train import PARAM_COLUMNS, TrainPipeline
 
 __all__ = [
     "IMAGENET_MEAN",
     "IMAGENET_STD",
     "MAX_IMAGE_PIXELS",
+    "PARAM_COLUMNS",
     "AddedToken",
     "Block",
     "BlockPool",
@@ -43,6 +45,7 @@ __all__ = [
     "TokenizeError",
     "Tokenizer",
     "TokenizerFileError",
+    "TrainPipeline",
     "UnsupportedTokenizerError",
     "__version__",
     "build_info",

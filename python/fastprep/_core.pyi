@@ -56,6 +56,15 @@ def decode_images(
 def preprocess_into(
     items: list[bytes], out: Any, settings: dict[str, Any], num_threads: int | None = None
 ) -> tuple[list[tuple[str, str] | None], list[tuple[int, int, int]]]: ...
+def train_preprocess_into(
+    items: list[bytes],
+    out: Any,
+    settings: dict[str, Any],
+    seed: int,
+    step: int,
+    params: list[tuple[int, int, int, int, int]] | None = None,
+    num_threads: int | None = None,
+) -> tuple[list[tuple[str, str] | None], list[tuple[int, int, int]], list[tuple[int, int, int, int, int]]]: ...
 def jpeg_layouts(
     items: list[bytes],
     max_pixels: int | None = ...,

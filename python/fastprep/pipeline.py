@@ -111,6 +111,12 @@ class ImagePipeline:
             )
         if resize_shorter is not None and (resize_shorter <= 0 or max(out) > resize_shorter):
             raise ValueError(f"crop {out} must fit in the resized shorter side {resize_shorter}")
+        self._setup_batches(out, dtype, layout, num_threads, on_error, keep_samples)
+
+    def _setup_batches(
+        self, out: tuple[int, int], dtype: str, layout: str, num_threads: int | None, on_error: str, keep_samples: int
+    ) -> None:
+        """The output, pool and statistics state that every batch pipeline shares."""
         self.out_width, self.out_height = out
         self.dtype = dtype
         self.layout = layout
@@ -142,14 +148,25 @@ class ImagePipeline:
         the last element with ``return_timings=True``: seconds per stage summed over the images,
         ``wall`` seconds for the call, and ``per_image`` (N, 3) seconds.
         """
-        import numpy as np
-
         blobs = [_as_bytes(d, i) for i, d in enumerate(images)]
-        n = len(blobs)
-        block = self._block(n)
+        block = self._block(len(blobs))
         start = time.perf_counter()
         errors, times = _core.preprocess_into(blobs, block, self.settings, self.num_threads)
         wall = time.perf_counter() - start
+        batch, ok, timings = self._finish(block, errors, times, wall)
+        result: tuple[Any, ...] = (batch, ok) if self.on_error == "skip" else (batch,)
+        if return_timings:
+            result = (*result, timings)
+        return result[0] if len(result) == 1 else result
+
+    def _finish(
+        self, block: Any, errors: list[tuple[str, str] | None], times: list[tuple[int, int, int]], wall: float
+    ) -> tuple[Any, Any, dict[str, Any]]:
+        """The batch array over ``block``, the per-image ok mask and the timings dict of one
+        call; records the statistics and raises the first failure with ``on_error="raise"``."""
+        import numpy as np
+
+        n = len(errors)
         h, w = self.out_height, self.out_width
         shape = (n, 3, h, w) if self.layout == "NCHW" else (n, h, w, 3)
         batch = np.frombuffer(block, dtype=_DTYPES[self.dtype], count=n * 3 * h * w).reshape(shape)
@@ -164,14 +181,11 @@ class ImagePipeline:
                 first.args = (f"{first.args[0]} (and {len(failed) - 1} more failed)",)
             first.errors = failed
             raise first
-        result: tuple[Any, ...] = (batch, ok) if self.on_error == "skip" else (batch,)
-        if return_timings:
-            sums = per_image.sum(axis=0)
-            timings: dict[str, Any] = {s: float(sums[i]) for i, s in enumerate(STAGES)}
-            timings["wall"] = wall
-            timings["per_image"] = per_image
-            result = (*result, timings)
-        return result[0] if len(result) == 1 else result
+        sums = per_image.sum(axis=0)
+        timings: dict[str, Any] = {s: float(sums[i]) for i, s in enumerate(STAGES)}
+        timings["wall"] = wall
+        timings["per_image"] = per_image
+        return batch, ok, timings
 
     def _record(self, per_image: Any, wall: float) -> None:
         with self._lock:

@@ -13,6 +13,7 @@ mod resize_avx2;
 mod resize_float;
 mod resize_kernels;
 mod resize_passes;
+pub mod train;
 
 pub use decode::{decode, DecodeOptions, Image, Mode, DEFAULT_MAX_PIXELS};
 pub use resize::{

@@ -140,13 +140,24 @@ pub struct Tables {
 }
 
 impl Tables {
+    /// `ToTensor` (`x / 255`) then `Normalize`, each a float32 operation, as torch does them.
     pub fn new(mean: [f32; 3], std: [f32; 3]) -> Self {
+        Self::build(mean, std, |v| v / 255.0)
+    }
+
+    /// torchvision v2's `ToDtype(float32, scale=True)` then `Normalize`: v2 scales by
+    /// multiplying with `1 / 255` rounded to float32, which differs from `ToTensor`'s division
+    /// for 126 of the 256 bytes.
+    pub fn v2(mean: [f32; 3], std: [f32; 3]) -> Self {
+        Self::build(mean, std, |v| v * (1.0f64 / 255.0) as f32)
+    }
+
+    fn build(mean: [f32; 3], std: [f32; 3], scale: impl Fn(f32) -> f32) -> Self {
         let mut f32t = [[0f32; 256]; 3];
         let mut f16t = [[0u16; 256]; 3];
         for c in 0..3 {
             for v in 0..256 {
-                // ToTensor then Normalize, each a float32 operation, as torch does them.
-                let x = (v as f32 / 255.0 - mean[c]) / std[c];
+                let x = (scale(v as f32) - mean[c]) / std[c];
                 f32t[c][v] = x;
                 f16t[c][v] = half::f16::from_f32(x).to_bits();
             }
@@ -176,59 +187,82 @@ impl Tables {
     }
 }
 
-fn write_output(pixels: &[u8], w: usize, h: usize, spec: &Spec, tables: &Tables, out: &mut [u8]) {
-    let plane = w * h;
-    match spec.dtype {
-        DType::U8 => match spec.layout {
-            Layout::Nhwc => out.copy_from_slice(pixels),
-            Layout::Nchw => {
-                for (i, px) in pixels.chunks_exact(3).enumerate() {
-                    for c in 0..3 {
-                        out[c * plane + i] = px[c];
-                    }
-                }
-            }
-        },
-        DType::F32 => {
-            let t = &tables.f32;
-            let mut put =
-                |i: usize, v: f32| out[i * 4..i * 4 + 4].copy_from_slice(&v.to_ne_bytes());
-            match spec.layout {
-                Layout::Nhwc => {
-                    for (i, px) in pixels.chunks_exact(3).enumerate() {
-                        for c in 0..3 {
-                            put(i * 3 + c, t[c][usize::from(px[c])]);
-                        }
-                    }
-                }
-                Layout::Nchw => {
-                    for (i, px) in pixels.chunks_exact(3).enumerate() {
-                        for c in 0..3 {
-                            put(c * plane + i, t[c][usize::from(px[c])]);
-                        }
-                    }
-                }
+/// Writes the RGB `pixels` (w x h) into `out` as the output dtype and layout: a table lookup
+/// per byte, plane by plane for NCHW, into a typed view of `out` (the batch slots are aligned
+/// for their dtype; a misaligned buffer goes through a typed scratch copy).
+pub(super) fn write_output(
+    pixels: &[u8],
+    w: usize,
+    h: usize,
+    (layout, dtype): (Layout, DType),
+    tables: &Tables,
+    out: &mut [u8],
+) {
+    debug_assert_eq!(pixels.len(), w * h * 3);
+    match dtype {
+        DType::U8 if layout == Layout::Nhwc => out.copy_from_slice(pixels),
+        DType::U8 => lookup(pixels, layout, out, |_, v| v),
+        DType::F32 => write_typed(pixels, layout, out, |c, v| tables.f32[c][usize::from(v)]),
+        DType::F16 => write_typed(pixels, layout, out, |c, v| tables.f16[c][usize::from(v)]),
+    }
+}
+
+/// `lookup` into `out` seen as `T`s (f32 or u16 bit patterns), whose bytes are native-endian.
+fn write_typed<T: Copy + Default + NeBytes>(
+    pixels: &[u8],
+    layout: Layout,
+    out: &mut [u8],
+    f: impl Fn(usize, u8) -> T,
+) {
+    // SAFETY: f32 and u16 have no invalid bit patterns, so viewing initialized bytes as them is
+    // sound; `align_to_mut` puts only whole, aligned elements in the middle part.
+    let (head, typed, tail) = unsafe { out.align_to_mut::<T>() };
+    if head.is_empty() && tail.is_empty() {
+        lookup(pixels, layout, typed, f);
+    } else {
+        let mut scratch = vec![T::default(); pixels.len()];
+        lookup(pixels, layout, &mut scratch, f);
+        for (o, v) in out.chunks_exact_mut(std::mem::size_of::<T>()).zip(scratch) {
+            v.put(o);
+        }
+    }
+}
+
+trait NeBytes {
+    fn put(self, out: &mut [u8]);
+}
+
+impl NeBytes for f32 {
+    fn put(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_ne_bytes());
+    }
+}
+
+impl NeBytes for u16 {
+    fn put(self, out: &mut [u8]) {
+        out.copy_from_slice(&self.to_ne_bytes());
+    }
+}
+
+/// `out[...] = f(channel, byte)` for every byte of the interleaved RGB `pixels`, in `layout`.
+fn lookup<T: Copy>(pixels: &[u8], layout: Layout, out: &mut [T], f: impl Fn(usize, u8) -> T) {
+    match layout {
+        Layout::Nhwc => {
+            for (o, px) in out.chunks_exact_mut(3).zip(pixels.chunks_exact(3)) {
+                o[0] = f(0, px[0]);
+                o[1] = f(1, px[1]);
+                o[2] = f(2, px[2]);
             }
         }
-        DType::F16 => {
-            let t = &tables.f16;
-            let mut put =
-                |i: usize, v: u16| out[i * 2..i * 2 + 2].copy_from_slice(&v.to_ne_bytes());
-            match spec.layout {
-                Layout::Nhwc => {
-                    for (i, px) in pixels.chunks_exact(3).enumerate() {
-                        for c in 0..3 {
-                            put(i * 3 + c, t[c][usize::from(px[c])]);
-                        }
-                    }
-                }
-                Layout::Nchw => {
-                    for (i, px) in pixels.chunks_exact(3).enumerate() {
-                        for c in 0..3 {
-                            put(c * plane + i, t[c][usize::from(px[c])]);
-                        }
-                    }
-                }
+        Layout::Nchw => {
+            let plane = pixels.len() / 3;
+            let (r, rest) = out.split_at_mut(plane);
+            let (g, b) = rest.split_at_mut(plane);
+            let planes = r.iter_mut().zip(g.iter_mut()).zip(b.iter_mut());
+            for (((r, g), b), px) in planes.zip(pixels.chunks_exact(3)) {
+                *r = f(0, px[0]);
+                *g = f(1, px[1]);
+                *b = f(2, px[2]);
             }
         }
     }
@@ -254,7 +288,7 @@ struct Decoded {
 
 /// Maps a rectangle between stored and oriented coordinates of a `w` x `h` stored image (the
 /// flips are involutions, so one function serves both ways given the direction).
-fn map_rect(r: Window, o: u32, w: usize, h: usize, to_stored: bool) -> Window {
+pub(super) fn map_rect(r: Window, o: u32, w: usize, h: usize, to_stored: bool) -> Window {
     let (swap, fx, fy) = decode::orientation_axes(o);
     let flip = |start: usize, len: usize, size: usize| size - start - len;
     let (mut x, mut y, mut rw, mut rh) = (r.x, r.y, r.width, r.height);
@@ -359,13 +393,13 @@ thread_local! {
     static SPARE_PIXELS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
-fn spare_pixels() -> Vec<u8> {
+pub(super) fn spare_pixels() -> Vec<u8> {
     SPARE_PIXELS.with(|s| std::mem::take(&mut *s.borrow_mut()))
 }
 
 /// Keeps `pixels` for the next image unless it is larger than `KEEP_AT_MOST` (a 12-megapixel
 /// RGB photo fits): what each pipeline thread may hold between batches.
-fn recycle_pixels(pixels: Vec<u8>) {
+pub(super) fn recycle_pixels(pixels: Vec<u8>) {
     const KEEP_AT_MOST: usize = 48 << 20;
     SPARE_PIXELS.with(|s| {
         let mut spare = s.borrow_mut();
@@ -432,7 +466,7 @@ pub fn process_one(
     recycle_pixels(dec.img.pixels);
 
     let t2 = Instant::now();
-    write_output(&pixels, cw, ch, spec, tables, out);
+    write_output(&pixels, cw, ch, (spec.layout, spec.dtype), tables, out);
     Ok(StageTimes {
         decode: decode_ns,
         resize: resize_ns,

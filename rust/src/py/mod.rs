@@ -6,6 +6,7 @@ mod buffer;
 mod encoding;
 mod errors;
 mod image;
+mod image_train;
 mod info;
 mod ints;
 mod kernels;
@@ -39,6 +40,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image::decode_image, m)?)?;
     m.add_function(wrap_pyfunction!(image::decode_images, m)?)?;
     m.add_function(wrap_pyfunction!(image::preprocess_into, m)?)?;
+    m.add_function(wrap_pyfunction!(image_train::train_preprocess_into, m)?)?;
     m.add_function(wrap_pyfunction!(image::jpeg_layouts, m)?)?;
     m.add_function(wrap_pyfunction!(image::jpeg_coefficients_into, m)?)?;
     m.add("DEFAULT_MAX_PIXELS", crate::image::DEFAULT_MAX_PIXELS)?;
