@@ -106,6 +106,9 @@ struct Translator<'a> {
     prev_ci_letter: Option<char>,
     /// Nothing has been written since the current group (or the pattern) opened.
     at_group_start: bool,
+    /// Where the last atom (a group: its `(`) starts in `out`, and where each open group does.
+    atom_start: usize,
+    group_starts: Vec<usize>,
 }
 
 fn unsupported<T>(what: &str) -> Result<T, Unsupported> {
@@ -424,11 +427,13 @@ impl<'a> Translator<'a> {
         Ok(())
     }
 
-    /// After a quantifier's `{`: copies a valid interval, or the `{` as a literal.
-    fn interval(&mut self) -> Result<(), Unsupported> {
+    /// After a quantifier's `{`: copies a valid interval; true when it wrapped the quantified
+    /// atom in a group for a `+` that follows (Oniguruma reads `x{1,3}+` as `(?:x{1,3})+`,
+    /// PCRE2 as a possessive interval).
+    fn interval(&mut self) -> Result<bool, Unsupported> {
         let rest = self.rest();
         let Some(close) = rest.find('}') else {
-            return self.literal('{');
+            return unsupported("a { that is not an interval");
         };
         let inner = &rest[..close];
         let valid = {
@@ -455,13 +460,15 @@ impl<'a> Translator<'a> {
         self.out.push('{');
         self.out.push_str(&inner);
         self.out.push('}');
-        if self.peek() == Some('+') {
-            return unsupported("{n,m}+ (a repeat in Oniguruma, possessive in PCRE2)");
-        }
         if self.peek() == Some('?') && !inner.contains(',') {
             return unsupported("{n}? (Oniguruma's reading differs)");
         }
-        Ok(())
+        if self.peek() == Some('+') {
+            self.out.insert_str(self.atom_start, "(?:");
+            self.out.push(')');
+            return Ok(true);
+        }
+        Ok(false)
     }
 
     fn run(mut self) -> Result<String, Unsupported> {
@@ -470,6 +477,7 @@ impl<'a> Translator<'a> {
         let mut quantified = false;
         while let Some(c) = self.next() {
             let opens = c == '(';
+            let start = self.out.len();
             let mut atom = true;
             match c {
                 '\\' => match self.escape(false)? {
@@ -478,9 +486,16 @@ impl<'a> Translator<'a> {
                         if self.ci() {
                             return unsupported("a class escape under (?i)");
                         }
-                        self.out.push('[');
-                        self.out.push_str(&s);
-                        self.out.push(']');
+                        // One property needs no brackets (PCRE2 matches it directly).
+                        let single = (s.starts_with("\\p{") || s.starts_with("\\P{"))
+                            && s.find('}') == Some(s.len() - 1);
+                        if single {
+                            self.out.push_str(&s);
+                        } else {
+                            self.out.push('[');
+                            self.out.push_str(&s);
+                            self.out.push(']');
+                        }
                         self.prev_ci_letter = None;
                     }
                     Escape::Verbatim(v) => {
@@ -494,16 +509,21 @@ impl<'a> Translator<'a> {
                     self.prev_ci_letter = None;
                 }
                 '(' => {
+                    let depth = self.ci.len();
                     self.group()?;
+                    if self.ci.len() > depth {
+                        self.group_starts.push(start);
+                    }
                     self.prev_ci_letter = None;
                     atom = false;
                 }
                 ')' => {
-                    if self.ci.pop().is_none() {
+                    if self.ci.pop().is_none() || self.ci.is_empty() {
                         return unsupported("an unmatched )");
                     }
                     self.out.push(')');
                     self.prev_ci_letter = None;
+                    self.atom_start = self.group_starts.pop().unwrap_or(0);
                 }
                 '|' | '^' | '$' => {
                     self.out.push(c);
@@ -525,7 +545,12 @@ impl<'a> Translator<'a> {
                         return unsupported("a quantifier on a quantifier or on nothing");
                     }
                     if c == '{' {
-                        self.interval()?;
+                        if self.interval()? {
+                            // The `+` after it quantifies the new group.
+                            quantified = false;
+                            self.prev_ci_letter = None;
+                            continue;
+                        }
                     } else {
                         self.out.push(c);
                     }
@@ -541,6 +566,9 @@ impl<'a> Translator<'a> {
                     continue;
                 }
                 c => self.literal(c)?,
+            }
+            if c != ')' {
+                self.atom_start = start;
             }
             quantifiable = atom;
             quantified = false;
@@ -588,6 +616,8 @@ pub fn translate(src: &str) -> Result<String, Unsupported> {
         ci: vec![false],
         prev_ci_letter: None,
         at_group_start: true,
+        atom_start: 0,
+        group_starts: Vec::new(),
     }
     .run()
 }
@@ -604,6 +634,7 @@ mod tests {
             r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}",
             r"\p{N}",
             r"[0-9]{,3}",
+            r"\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+",
         ] {
             translate(src).unwrap_or_else(|e| panic!("{src}: {e}"));
         }
@@ -619,7 +650,6 @@ mod tests {
             r"(?i:é)",
             r"[[:alpha:]]",
             r"[a-z&&[^aeiou]]",
-            r"a{1,2}+",
             r"(?m:.)",
             r"\R",
             r"\K",
@@ -628,5 +658,16 @@ mod tests {
         ] {
             assert!(translate(src).is_err(), "{src}");
         }
+    }
+}
+
+#[cfg(test)]
+mod interval_tests {
+    #[test]
+    fn a_plus_after_an_interval_repeats_it() {
+        assert_eq!(
+            super::translate(r"\p{N}{1,3}+|(ab){2,}+?").unwrap(),
+            r"(?:\p{N}{1,3})+|(?:(ab){2,})+?"
+        );
     }
 }
