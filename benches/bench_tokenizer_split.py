@@ -35,7 +35,8 @@ TEKKEN = (
 DEEPSEEK_V3 = [
     r"\p{N}{1,3}",
     r"[一-龥぀-ゟ゠-ヿ]+",
-    r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+| ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+    r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|"""
+    r""" ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
 ]
 CASES = ["o200k", "tekken-pattern", "deepseek-v3-splits"]
 IMPLS = ["fastprep", "tokenizers", "tiktoken", "fastokens"]
@@ -132,7 +133,9 @@ def test_warm(benchmark: Any, docs: list[str], case: str, impl: str) -> None:
     _check(impl, case, encode, docs)
     benchmark.group = f"{case}: single thread, warm"
     rounds = 1 if benchmark.disabled else int(os.environ.get("FASTPREP_BENCH_ROUNDS", "5"))
-    benchmark.pedantic(lambda: [encode(d) for d in docs], rounds=rounds, iterations=1, warmup_rounds=0 if benchmark.disabled else 1)
+    benchmark.pedantic(
+        lambda: [encode(d) for d in docs], rounds=rounds, iterations=1, warmup_rounds=0 if benchmark.disabled else 1
+    )
     _record(benchmark, docs)
 
 
@@ -149,7 +152,9 @@ def test_first_pass(benchmark: Any, docs: list[str], case: str, impl: str) -> No
     fresh()
     _check(impl, case, current[0], docs)
     benchmark.group = f"{case}: single thread, first pass"
-    benchmark.pedantic(lambda: [current[0](d) for d in docs], setup=fresh, rounds=1 if benchmark.disabled else 3, iterations=1)
+    benchmark.pedantic(
+        lambda: [current[0](d) for d in docs], setup=fresh, rounds=1 if benchmark.disabled else 3, iterations=1
+    )
     _record(benchmark, docs)
 
 

@@ -184,8 +184,30 @@ ATOMS = [
     r"\.",
     "/",
     "[.,!?…。，、]",
+    r"[^(\s|[.,!?…])]",
+    r"[-a-c[x-z]]",
+    "[a-c-]",
+    "[--/]",
 ]
-QUANTS = ["", "", "?", "+", "*", "{1,3}", "{2}", "{2,}", "{,2}", "++", "*+", "?+", "+?", "*?", "{1,3}+", "{1,2}+?", "{2}?"]
+QUANTS = [
+    "",
+    "",
+    "?",
+    "+",
+    "*",
+    "{1,3}",
+    "{2}",
+    "{2,}",
+    "{,2}",
+    "++",
+    "*+",
+    "?+",
+    "+?",
+    "*?",
+    "{1,3}+",
+    "{1,2}+?",
+    "{2}?",
+]
 TAILS = ["", "", "", r"(?!\S)", r"(?=\s)", "$", r"\z"]
 
 
@@ -217,11 +239,15 @@ def test_sequences_of_pre_tokenizers() -> None:
     p = {e["name"]: e["pattern"] for e in PATTERNS}
     deepseek3 = [p[f"DeepSeek-V3 split {i}"] for i in (1, 2, 3)]
     sequences = [
-        [_split(x, "Isolated", False) for x in deepseek3] + [{"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}],
+        [_split(x, "Isolated", False) for x in deepseek3]
+        + [{"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}],
         [{"type": "Digits", "individual_digits": True}, _split(p["BLOOM"], "Isolated", False)],
         [{"type": "Punctuation", "behavior": "Contiguous"}, _split(p["Falcon digits"], "Isolated", False)],
         [_split(p["o200k (GPT-4o, gpt-oss)"], "Isolated", False), {"type": "Whitespace"}],
-        [{"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True}, _split(r"\p{N}", "Isolated", False)],
+        [
+            {"type": "Metaspace", "replacement": "▁", "prepend_scheme": "always", "split": True},
+            _split(r"\p{N}", "Isolated", False),
+        ],
         [{"type": "WhitespaceSplit"}, _split(p["Tekken (Mistral Nemo, Pixtral)"], "MergedWithNext", True)],
     ]
     texts = ["", TRICKY, " ".join(WORDS + DIGITS + EMOJI + APOSTROPHES), "a  b\n\nc 123456 d'ss"]
@@ -237,7 +263,8 @@ def bpe_json() -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    "name", ["o200k (GPT-4o, gpt-oss)", "Tekken (Mistral Nemo, Pixtral)", "BLOOM", "word chars", "lookbehind (onig fallback)"]
+    "name",
+    ["o200k (GPT-4o, gpt-oss)", "Tekken (Mistral Nemo, Pixtral)", "BLOOM", "word chars", "lookbehind (onig fallback)"],
 )
 def test_fused_byte_level_bpe(bpe_json: dict[str, Any], name: str) -> None:
     """An Isolated Split + ByteLevel(use_regex=False) + BPE runs the fused ids loop: ids and
@@ -254,7 +281,7 @@ def test_fused_byte_level_bpe(bpe_json: dict[str, Any], name: str) -> None:
     s = json.dumps(js)
     hf, fp = tokenizers.Tokenizer.from_str(s), fastprep.Tokenizer.from_str(s)
     assert fp.describe()["encode_path"] == "fused, regex split"
-    docs = data.corpus_documents(200_000)[:300] + [TRICKY, " ".join(WORDS + DIGITS + EMOJI + APOSTROPHES)]
+    docs = [*data.corpus_documents(200000)[:300], TRICKY, " ".join(WORDS + DIGITS + EMOJI + APOSTROPHES)]
     for d in docs:
         want = hf.encode(d, add_special_tokens=False)
         got = fp.encode(d, add_special_tokens=False)
@@ -280,3 +307,23 @@ def test_describe_names_the_engine() -> None:
     for e in PATTERNS:
         if "fallback" not in e["name"]:
             assert not engine(e["pattern"]).startswith("onig"), e["name"]
+
+
+def test_o200k_file_matches_tiktoken_and_tokenizers() -> None:
+    """The real o200k_base vocabulary (GPT-4o, gpt-oss) through from_tiktoken: ids equal to
+    tiktoken's and to tokenizers' (on fastprep's own tokenizer.json of it), on the corpus."""
+    from . import tokenizer_data_o200k as o200k
+
+    path = o200k.o200k_file()
+    if path is None:
+        pytest.skip("o200k_base.tiktoken is not here: install quicktok-v1 or set FASTPREP_O200K_TIKTOKEN")
+    fp = fastprep.Tokenizer.from_tiktoken(path, pattern=o200k.O200K_PATTERN, special_tokens=o200k.O200K_SPECIAL_TOKENS)
+    assert fp.describe()["pre_tokenizers"][0]["engine"] == "pcre2-jit"
+    assert fp.describe()["encode_path"] == "fused, regex split"
+    hf = tokenizers.Tokenizer.from_str(fp.to_str())
+    tt = o200k.tiktoken_o200k()
+    docs = [*data.corpus_documents(300000), TRICKY, " ".join(WORDS + DIGITS + EMOJI + APOSTROPHES)]
+    for d in docs:
+        want = tt.encode_ordinary(d)
+        assert fp.encode(d, add_special_tokens=False).ids == want, d[:80]
+        assert hf.encode(d, add_special_tokens=False).ids == want, d[:80]

@@ -298,61 +298,8 @@ impl<'a> Translator<'a> {
             self.next();
             negated = true;
         }
-        if self.peek() == Some(']') {
-            return unsupported("a class that starts with ]");
-        }
-        // Whether the last item was a set (a range cannot end there) and whether the class
-        // holds a property or non-ASCII chars (case folding must not touch it).
-        let mut last_set = false;
         let mut unicode = false;
-        loop {
-            let Some(c) = self.next() else {
-                return unsupported("an unclosed class");
-            };
-            match c {
-                ']' => break,
-                '[' => return unsupported("a nested class or POSIX bracket"),
-                '&' if self.peek() == Some('&') => return unsupported("a class intersection (&&)"),
-                '-' => {
-                    let at_end = self.peek() == Some(']');
-                    if last_set || (self.peek() == Some('\\') && !at_end) {
-                        // `[\s-x]` / `[a-\s]`: the engines disagree on such ranges.
-                        if self.rest().starts_with("\\")
-                            && self
-                                .rest()
-                                .chars()
-                                .nth(1)
-                                .is_some_and(|e| "sSdDwWhHpP".contains(e))
-                        {
-                            return unsupported("a range next to a class escape");
-                        }
-                        if last_set {
-                            return unsupported("a range next to a class escape");
-                        }
-                    }
-                    body.push('-');
-                    last_set = false;
-                }
-                '\\' => match self.escape(true)? {
-                    Escape::Char(ch) => {
-                        unicode |= !ch.is_ascii();
-                        push_class_char(&mut body, ch);
-                        last_set = false;
-                    }
-                    Escape::Set(s) => {
-                        unicode = true;
-                        body.push_str(&s);
-                        last_set = true;
-                    }
-                    Escape::Verbatim(_) => return unsupported("an anchor inside a class"),
-                },
-                c => {
-                    unicode |= !c.is_ascii();
-                    push_class_char(&mut body, c);
-                    last_set = false;
-                }
-            }
-        }
+        self.class_items(&mut body, &mut unicode)?;
         if self.ci() && unicode {
             return unsupported("a Unicode class under (?i) (Oniguruma folds classes)");
         }
@@ -365,6 +312,76 @@ impl<'a> Translator<'a> {
         }
         self.out.push_str(&body);
         self.out.push(']');
+        Ok(())
+    }
+
+    /// A class's items up to its `]` (read), into `body`. A nested class that is not negated
+    /// (BLOOM's `[^(\s|[.,!?])]`) is a union in Oniguruma: its items join the outer ones.
+    fn class_items(&mut self, body: &mut String, unicode: &mut bool) -> Result<(), Unsupported> {
+        if self.peek() == Some(']') {
+            return unsupported("a class that starts with ]");
+        }
+        // Whether the last item was a set (no range may touch it) or a single char (a `-`
+        // after it makes a range); `unicode`: whether the class holds a property or non-ASCII
+        // chars (case folding must not touch it).
+        let mut last_set = false;
+        let mut last_char = false;
+        loop {
+            let Some(c) = self.next() else {
+                return unsupported("an unclosed class");
+            };
+            match c {
+                ']' => break,
+                '[' => {
+                    if matches!(self.peek(), Some('^' | ':')) {
+                        return unsupported("a negated nested class or a POSIX bracket");
+                    }
+                    self.class_items(body, unicode)?;
+                    (last_set, last_char) = (true, false);
+                }
+                '&' if self.peek() == Some('&') => return unsupported("a class intersection (&&)"),
+                '-' => {
+                    let at_end = self.peek() == Some(']');
+                    let set_next = self.rest().starts_with('\\')
+                        && self
+                            .rest()
+                            .chars()
+                            .nth(1)
+                            .is_some_and(|e| "sSdDwWhHpP".contains(e));
+                    if !at_end && (last_set || set_next || self.peek() == Some('[')) {
+                        return unsupported("a range next to a class escape");
+                    }
+                    if last_char && !at_end {
+                        body.push('-');
+                        last_char = false;
+                    } else {
+                        // A literal `-` (first, last, or after a range), escaped so that the
+                        // items around it (from a nested class too) never make a range.
+                        body.push_str("\\-");
+                        last_char = true;
+                    }
+                    last_set = false;
+                }
+                '\\' => match self.escape(true)? {
+                    Escape::Char(ch) => {
+                        *unicode |= !ch.is_ascii();
+                        push_class_char(body, ch);
+                        (last_set, last_char) = (false, true);
+                    }
+                    Escape::Set(s) => {
+                        *unicode = true;
+                        body.push_str(&s);
+                        (last_set, last_char) = (true, false);
+                    }
+                    Escape::Verbatim(_) => return unsupported("an anchor inside a class"),
+                },
+                c => {
+                    *unicode |= !c.is_ascii();
+                    push_class_char(body, c);
+                    (last_set, last_char) = (false, true);
+                }
+            }
+        }
         Ok(())
     }
 
