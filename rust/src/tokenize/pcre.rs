@@ -20,6 +20,12 @@ const JIT_STACK_MAX: usize = 4 << 20;
 pub struct Regex {
     code: NonNull<ffi::pcre2_code_8>,
     jit: bool,
+    /// `(?:(?>P)(?C1))+` for a pattern P that never matches empty: one call finds a whole run
+    /// of back-to-back matches, each end reported by the callout, instead of one call per match
+    /// (a call's setup was most of a short match's cost). Each iteration is what a search from
+    /// the last end finds first, and no later iteration can fail back into it (the pattern ends
+    /// after the loop), so the ends are the matches `find_iter` gives.
+    runs: Option<NonNull<ffi::pcre2_code_8>>,
     /// The translated pattern, for `describe` and errors.
     pub translated: String,
 }
@@ -31,9 +37,78 @@ unsafe impl Sync for Regex {}
 
 impl Drop for Regex {
     fn drop(&mut self) {
-        // SAFETY: `code` came from pcre2_compile and is freed once, here.
-        unsafe { ffi::pcre2_code_free_8(self.code.as_ptr()) }
+        // SAFETY: `code` and `runs` came from pcre2_compile and are freed once, here.
+        unsafe {
+            ffi::pcre2_code_free_8(self.code.as_ptr());
+            if let Some(r) = self.runs {
+                ffi::pcre2_code_free_8(r.as_ptr());
+            }
+        }
     }
+}
+
+/// PCRE2's callout block (pcre2.h, version 2), up to the fields read here.
+#[repr(C)]
+struct CalloutBlock {
+    version: u32,
+    callout_number: u32,
+    capture_top: u32,
+    capture_last: u32,
+    offset_vector: *mut usize,
+    mark: *const u8,
+    subject: *const u8,
+    subject_length: usize,
+    start_match: usize,
+    current_position: usize,
+}
+
+type Callout = unsafe extern "C" fn(*mut CalloutBlock, *mut std::ffi::c_void) -> i32;
+
+unsafe extern "C" {
+    // In the PCRE2 library pcre2-sys builds and links; its bindings leave it out.
+    fn pcre2_set_callout_8(
+        mctx: *mut ffi::pcre2_match_context_8,
+        callout: Option<Callout>,
+        data: *mut std::ffi::c_void,
+    ) -> i32;
+}
+
+/// The run pattern's callout: the end of one match.
+unsafe extern "C" fn record_end(block: *mut CalloutBlock, data: *mut std::ffi::c_void) -> i32 {
+    // SAFETY: PCRE2 passes a valid block; `data` is the `Vec<usize>` that `for_each_match`
+    // set for this very call.
+    unsafe {
+        (*data.cast::<Vec<usize>>()).push((*block).current_position);
+    }
+    0
+}
+
+fn compile(pattern: &str) -> Result<NonNull<ffi::pcre2_code_8>, String> {
+    // MULTILINE: Oniguruma's `^` and `$` are line anchors (a `\n` before or after).
+    // UCP leaves `\d`, `\s` and `\w` to the translator's explicit classes either way.
+    let options =
+        ffi::PCRE2_UTF | ffi::PCRE2_UCP | ffi::PCRE2_MULTILINE | ffi::PCRE2_NEVER_BACKSLASH_C;
+    let mut err: i32 = 0;
+    let mut offset: usize = 0;
+    // SAFETY: the pattern pointer and length are a live &str; the error out-params are
+    // locals; no compile context (defaults: newline is LF, as Oniguruma's).
+    let code = unsafe {
+        ffi::pcre2_compile_8(
+            pattern.as_ptr(),
+            pattern.len(),
+            options,
+            &raw mut err,
+            &raw mut offset,
+            std::ptr::null_mut(),
+        )
+    };
+    NonNull::new(code).ok_or_else(|| format!("PCRE2: {} at {offset}", error_message(err)))
+}
+
+/// JIT-compiles `code`; false when this build or platform has no JIT.
+fn jit_compile(code: NonNull<ffi::pcre2_code_8>) -> bool {
+    // SAFETY: `code` is a valid compiled pattern, not yet shared.
+    unsafe { ffi::pcre2_jit_compile_8(code.as_ptr(), ffi::PCRE2_JIT_COMPLETE) == 0 }
 }
 
 /// A match failed for a reason other than "no match" (the JIT stack or the match limit ran
@@ -54,31 +129,34 @@ fn error_message(code: i32) -> String {
 impl Regex {
     /// Compiles a PCRE2 pattern (already translated) with UTF and Oniguruma's line anchors.
     pub fn new(pattern: &str) -> Result<Self, String> {
-        // MULTILINE: Oniguruma's `^` and `$` are line anchors (a `\n` before or after).
-        // UCP leaves `\d`, `\s` and `\w` to the translator's explicit classes either way.
-        let options =
-            ffi::PCRE2_UTF | ffi::PCRE2_UCP | ffi::PCRE2_MULTILINE | ffi::PCRE2_NEVER_BACKSLASH_C;
-        let mut err: i32 = 0;
-        let mut offset: usize = 0;
-        // SAFETY: the pattern pointer and length are a live &str; the error out-params are
-        // locals; no compile context (defaults: newline is LF, as Oniguruma's).
-        let code = unsafe {
-            ffi::pcre2_compile_8(
-                pattern.as_ptr(),
-                pattern.len(),
-                options,
-                &raw mut err,
-                &raw mut offset,
-                std::ptr::null_mut(),
+        let code = compile(pattern)?;
+        let jit = jit_compile(code);
+        let mut min_len: u32 = 0;
+        // SAFETY: MINLENGTH writes a u32.
+        let info = unsafe {
+            ffi::pcre2_pattern_info_8(
+                code.as_ptr(),
+                ffi::PCRE2_INFO_MINLENGTH,
+                (&raw mut min_len).cast(),
             )
         };
-        let code = NonNull::new(code)
-            .ok_or_else(|| format!("PCRE2: {} at {offset}", error_message(err)))?;
-        // SAFETY: `code` is a valid compiled pattern, not yet shared.
-        let jit = unsafe { ffi::pcre2_jit_compile_8(code.as_ptr(), ffi::PCRE2_JIT_COMPLETE) } == 0;
+        let runs = if jit && info == 0 && min_len > 0 {
+            compile(&format!("(?:(?>{pattern})(?C1))+"))
+                .ok()
+                .filter(|r| {
+                    jit_compile(*r) || {
+                        // SAFETY: not JIT-compiled, so unused: freed here, once.
+                        unsafe { ffi::pcre2_code_free_8(r.as_ptr()) };
+                        false
+                    }
+                })
+        } else {
+            None
+        };
         Ok(Self {
             code,
             jit,
+            runs,
             translated: pattern.to_owned(),
         })
     }
@@ -100,6 +178,16 @@ impl Regex {
             let bytes = text.as_bytes();
             let mut at = 0;
             let mut last_end: Option<usize> = None;
+            if let Some(runs) = self.runs {
+                match self.runs_from(s, runs, bytes, &mut f) {
+                    Ok(()) => return Ok(()),
+                    // A run too long for the JIT stack: the rest goes one match per call.
+                    Err(done) => {
+                        at = done;
+                        last_end = (done > 0).then_some(done);
+                    }
+                }
+            }
             while at <= bytes.len() {
                 let Some((ms, me)) = self.find_at(s, bytes, at)? else {
                     break;
@@ -114,6 +202,63 @@ impl Regex {
             }
             Ok(())
         })
+    }
+
+    /// Every match by runs (see `runs`); `Err(at)`: a run failed for lack of stack, the
+    /// matches before `at` were given.
+    fn runs_from(
+        &self,
+        s: &Scratch,
+        runs: NonNull<ffi::pcre2_code_8>,
+        bytes: &[u8],
+        f: &mut impl FnMut(usize, usize),
+    ) -> Result<(), usize> {
+        let mut ends = std::mem::take(&mut *s.ends.borrow_mut());
+        let mut at = 0;
+        let result = loop {
+            if at >= bytes.len() {
+                break Ok(());
+            }
+            ends.clear();
+            // SAFETY: the callout data is `ends`, alive for the whole call, and is cleared from
+            // the context before this function returns; as in `find_at` otherwise.
+            let rc = unsafe {
+                pcre2_set_callout_8(s.mctx.as_ptr(), Some(record_end), (&raw mut ends).cast());
+                ffi::pcre2_jit_match_8(
+                    runs.as_ptr(),
+                    bytes.as_ptr(),
+                    bytes.len(),
+                    at,
+                    0,
+                    s.md.as_ptr(),
+                    s.mctx.as_ptr(),
+                )
+            };
+            if rc == ffi::PCRE2_ERROR_NOMATCH {
+                break Ok(());
+            }
+            if rc < 0 {
+                break Err(at);
+            }
+            // SAFETY: as in `find_at`.
+            let (ms, me) = unsafe {
+                let ov = ffi::pcre2_get_ovector_pointer_8(s.md.as_ptr());
+                (*ov, *ov.add(1))
+            };
+            let mut prev = ms;
+            for &e in &ends {
+                f(prev, e);
+                prev = e;
+            }
+            debug_assert_eq!(prev, me);
+            at = me;
+        };
+        // SAFETY: the context is this thread's; no callout is left pointing at `ends`.
+        unsafe {
+            pcre2_set_callout_8(s.mctx.as_ptr(), None, std::ptr::null_mut());
+        }
+        *s.ends.borrow_mut() = ends;
+        result
     }
 
     #[inline]
@@ -167,6 +312,8 @@ impl Regex {
 /// A thread's match data (one pair: only the whole match is read) and match context with its
 /// JIT stack.
 struct Scratch {
+    /// The run pattern's match ends (kept to reuse its allocation).
+    ends: RefCell<Vec<usize>>,
     md: NonNull<ffi::pcre2_match_data_8>,
     mctx: NonNull<ffi::pcre2_match_context_8>,
     stack: Option<NonNull<ffi::pcre2_jit_stack_8>>,
@@ -189,7 +336,12 @@ impl Scratch {
             if let Some(st) = stack {
                 ffi::pcre2_jit_stack_assign_8(mctx.as_ptr(), None, st.as_ptr().cast());
             }
-            Self { md, mctx, stack }
+            Self {
+                ends: RefCell::new(Vec::new()),
+                md,
+                mctx,
+                stack,
+            }
         }
     }
 }
