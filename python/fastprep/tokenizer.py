@@ -132,6 +132,21 @@ class Tokenizer:
         specials = sorted((special_tokens or {}).items(), key=lambda kv: kv[1])
         return cls(_core.Tokenizer.from_tiktoken(text, pattern, specials))
 
+    def describe(self) -> dict[str, Any]:
+        """How this tokenizer runs: the encode loop and, for each pre-tokenizer, its engine.
+
+        Engines: "hand-written cl100k" / "hand-written gpt2" (tuned matchers), "pcre2-jit"
+        (any other regex that translates exactly), "onig fallback (<why>)" (Oniguruma itself).
+
+        >>> Tokenizer.from_tiktoken("cl100k_base.tiktoken").describe()["pre_tokenizers"][0]["engine"]
+        'hand-written cl100k'
+        """
+        path, items = self._core.describe()
+        return {
+            "encode_path": path,
+            "pre_tokenizers": [{"pre_tokenizer": p, "engine": e} for p, e in items],
+        }
+
     def to_str(self, pretty: bool = False) -> str:
         """The tokenizer.json text (with the current padding, truncation and added tokens)."""
         return str(self._core.to_str(pretty))

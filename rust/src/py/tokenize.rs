@@ -218,6 +218,12 @@ impl PyTokenizer {
         })?))
     }
 
+    /// The encode loop and each pre-tokenizer with the engine that runs it.
+    fn describe(&self) -> (&'static str, Vec<(String, String)>) {
+        let tok = self.core();
+        (tok.encode_path(), tok.describe_pre_tokenizers())
+    }
+
     #[pyo3(signature = (pretty = false))]
     fn to_str(&self, pretty: bool) -> String {
         let (tok, padding, truncation) = self.snapshot();

@@ -44,7 +44,7 @@ fn classes_from_onig_ranges() -> Option<Box<[u8]>> {
 }
 
 /// The ctype of a Unicode property name (`L`, `N`) in Oniguruma's UTF-8 encoding.
-fn onig_property_ctype(name: &str) -> Option<onig_sys::OnigCtype> {
+pub(super) fn onig_property_ctype(name: &str) -> Option<onig_sys::OnigCtype> {
     let mut name = name.as_bytes().to_vec();
     // SAFETY: the UTF-8 encoding is a static of the library, read only; the name is a live
     // buffer whose end pointer is one past its last byte.
@@ -58,7 +58,7 @@ fn onig_property_ctype(name: &str) -> Option<onig_sys::OnigCtype> {
 }
 
 /// The code point ranges (inclusive) of `ctype` in Oniguruma's UTF-8 encoding.
-fn onig_ranges(ctype: onig_sys::OnigCtype) -> Option<Vec<(u32, u32)>> {
+pub(super) fn onig_ranges(ctype: onig_sys::OnigCtype) -> Option<Vec<(u32, u32)>> {
     // SAFETY: as in `onig_property_ctype`; on success `ranges` points at a static table of the
     // library: its count, then that many (from, to) pairs.
     unsafe {

@@ -19,7 +19,9 @@ mod load_thread;
 mod long_text;
 pub mod model;
 pub mod normalize;
+mod onig_to_pcre;
 pub mod pattern;
+pub mod pcre;
 mod piece_cache;
 pub mod postprocess;
 pub mod precompiled;
@@ -493,6 +495,38 @@ impl Tokenizer {
         }
     }
 
+    /// Each pre-tokenizer (as written in the file) with the engine that runs it: "hand-written
+    /// cl100k", "pcre2-jit", "onig fallback (why)", ...
+    pub fn describe_pre_tokenizers(&self) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        if let Some(pt) = &self.pre_tokenizer {
+            pt.describe(&mut out);
+        }
+        out
+    }
+
+    /// Which loop `encode_ids` runs: one scan that tokenizes each piece as it is found
+    /// ("fused"), or pre-tokenize then tokenize ("general").
+    pub fn encode_path(&self) -> &'static str {
+        if self.fused().is_some() {
+            "fused, hand-written split"
+        } else if self.fused_pattern().is_some() {
+            "fused, regex split"
+        } else {
+            "general"
+        }
+    }
+
+    /// The regex split and byte-level BPE of a tokenizer whose pre-tokenizer is one Isolated
+    /// regex Split (on PCRE2 or Oniguruma) and the plain byte-level step (o200k, Tekken and
+    /// most byte-level files): the fused loop runs it as it runs the known patterns.
+    fn fused_pattern(&self) -> Option<(&pattern::Pattern, &bpe::Bpe)> {
+        match (&self.normalizer, &self.pre_tokenizer, &self.model) {
+            (None, Some(pt), Model::Bpe(bpe)) => pt.plain_regex_split().map(|p| (p, bpe)),
+            _ => None,
+        }
+    }
+
     /// Ids alone of one text, post-processed and truncated like `encode` does it, without
     /// building an `Encoding` (no offsets, words or token strings: a fraction of the memory).
     /// `None` when the post-processor is one this lean path does not know (callers then use
@@ -522,6 +556,11 @@ impl Tokenizer {
                 .into_iter()
                 .map(|(id, piece)| (id, sources.text(piece)));
             fused_ids(known, bpe, units, &mut ids, &mut tokens)?;
+        } else if let Some((pattern, bpe)) = self.fused_pattern() {
+            let units = splits
+                .into_iter()
+                .map(|(id, piece)| (id, sources.text(piece)));
+            fused_ids(pattern, bpe, units, &mut ids, &mut tokens)?;
         } else {
             bpe::with_scratch(|scratch| -> Result<(), TokenizeError> {
                 // The thread's piece buffer, so long texts do not allocate (and fault in) a new one
@@ -817,7 +856,7 @@ impl<'a> CharOffsets<'a> {
 /// loop: one scan per text, each match tokenized as the splitter finds it, with no piece list
 /// and no pre-tokenizer or model dispatch per piece. `tokens` is scratch space.
 fn fused_ids<'t>(
-    known: fastsplit::Known,
+    known: impl PieceSplit,
     bpe: &bpe::Bpe,
     units: impl Iterator<Item = (Option<u32>, &'t str)>,
     ids: &mut Vec<u32>,
@@ -839,7 +878,7 @@ fn fused_ids<'t>(
             }
             let bytes = text.as_bytes();
             let mut n = 0;
-            known.for_each(text, |s, e| {
+            known.pieces(text, |s, e| {
                 run[n] = bpe.pending(bytes, s, e, scratch);
                 n += 1;
                 if n == PREFETCH_RUN {
@@ -859,6 +898,38 @@ fn fused_ids<'t>(
         scratch.run = Some(run);
         failed
     })
+}
+
+/// What the fused loop splits a text with: pieces that tile it, in order.
+trait PieceSplit: Copy {
+    fn pieces(self, text: &str, f: impl FnMut(usize, usize));
+}
+
+impl PieceSplit for fastsplit::Known {
+    #[inline]
+    fn pieces(self, text: &str, f: impl FnMut(usize, usize)) {
+        self.for_each(text, f);
+    }
+}
+
+/// An Isolated split on a regex: its matches and the gaps between them.
+impl PieceSplit for &pattern::Pattern {
+    #[inline]
+    fn pieces(self, text: &str, mut f: impl FnMut(usize, usize)) {
+        let mut prev = 0;
+        self.for_each_match(text, |s, e| {
+            if s > prev {
+                f(prev, s);
+            }
+            if e > s {
+                f(s, e);
+            }
+            prev = e;
+        });
+        if prev < text.len() {
+            f(prev, text.len());
+        }
+    }
 }
 
 /// `encode_ids`' last step: the body (`ids` past the `head` special ids) truncated, then the

@@ -1,8 +1,9 @@
 //! What Split, Replace and the char-class pre-tokenizers split on, with HF tokenizers' contract:
 //! the result covers the whole input with contiguous `((start, end), is_match)` slices.
 //!
-//! Regexes run on Oniguruma, the engine HF tokenizers' Python wheels use, so that every pattern
-//! (lookarounds, possessive quantifiers, `\p{..}` classes, case folding) matches the same text.
+//! Regexes match what Oniguruma (the engine HF tokenizers' Python wheels use) matches: the
+//! common byte-level ones by hand-written matchers (`fastsplit`), any other that translates
+//! (`onig_to_pcre`) on PCRE2's JIT (`pcre`), and the rest on Oniguruma itself.
 use std::fmt;
 use std::sync::Arc;
 
@@ -10,9 +11,13 @@ pub type Slices = Vec<((usize, usize), bool)>;
 
 #[derive(Clone)]
 pub enum Pattern {
-    /// An Oniguruma regex (Ruby syntax, as `onig::Regex::new` compiles it); the source is kept for
-    /// error messages and serialization.
-    Onig(Arc<onig::Regex>, Arc<str>),
+    /// An Oniguruma regex (Oniguruma syntax, as `onig::Regex::new` compiles it); the source is
+    /// kept for error messages and serialization, and why PCRE2 could not take it for
+    /// `describe`.
+    Onig(Arc<onig::Regex>, Arc<str>, Arc<str>),
+    /// A regex translated to PCRE2 (run on its JIT); the Oniguruma regex runs a text whose match
+    /// fails for lack of JIT stack (a pathological backtrack), so the result stays Oniguruma's.
+    Pcre(Arc<super::pcre::Regex>, Arc<onig::Regex>, Arc<str>),
     /// A Rust `regex` (the Whitespace pre-tokenizer's `\w+|[^\w\s]+` is one in HF tokenizers).
     Rust(Arc<regex::Regex>),
     /// Each char for which the function is true is a match of its own.
@@ -37,7 +42,8 @@ pub enum Pattern {
 impl fmt::Debug for Pattern {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::Onig(_, src) => write!(f, "Onig({src:?})"),
+            Self::Onig(_, src, _) => write!(f, "Onig({src:?})"),
+            Self::Pcre(_, _, src) => write!(f, "Pcre({src:?})"),
             Self::Rust(re) => write!(f, "Rust({:?})", re.as_str()),
             Self::Char(_) => write!(f, "Char(..)"),
             Self::Nothing => write!(f, "Nothing"),
@@ -67,9 +73,72 @@ impl Pattern {
                 return Ok(Self::Prefix(rest.into()));
             }
         }
-        onig::Regex::new(src)
-            .map(|re| Self::Onig(Arc::new(re), src.into()))
-            .map_err(|e| e.to_string())
+        let onig = Arc::new(onig::Regex::new(src).map_err(|e| e.to_string())?);
+        match super::onig_to_pcre::translate(src).and_then(|p| super::pcre::Regex::new(&p)) {
+            Ok(re) => Ok(Self::Pcre(Arc::new(re), onig, src.into())),
+            Err(why) => Ok(Self::Onig(onig, src.into(), why.into())),
+        }
+    }
+
+    /// Oniguruma only (the reference the tests compare the other engines with).
+    pub fn onig(src: &str) -> Result<Self, String> {
+        let re = onig::Regex::new(src).map_err(|e| e.to_string())?;
+        Ok(Self::Onig(Arc::new(re), src.into(), "asked for".into()))
+    }
+
+    /// Which engine runs this pattern, in words (`Tokenizer::describe`).
+    #[must_use]
+    pub fn engine(&self) -> String {
+        match self {
+            Self::Known(super::fastsplit::Known::Gpt2, _) => "hand-written gpt2".into(),
+            Self::Known(super::fastsplit::Known::Cl100k { max_digits: 1 }, _) => {
+                "hand-written cl100k (qwen2 digits)".into()
+            }
+            Self::Known(..) => "hand-written cl100k".into(),
+            Self::Pcre(re, ..) if re.jit() => "pcre2-jit".into(),
+            Self::Pcre(..) => "pcre2".into(),
+            Self::Onig(_, _, why) => format!("onig fallback ({why})"),
+            Self::Rust(_) => "rust regex".into(),
+            Self::Char(_) => "char class".into(),
+            Self::Nothing => "nothing".into(),
+            Self::Literal(_) => "literal".into(),
+            Self::Prefix(_) => "hand-written prefix".into(),
+            Self::SpaceRuns(_) | Self::EdgeSpaces => "hand-written spaces".into(),
+        }
+    }
+
+    /// The regex source of a regex pattern.
+    #[must_use]
+    pub fn source(&self) -> Option<&str> {
+        match self {
+            Self::Onig(_, s, _) | Self::Pcre(_, _, s) | Self::Known(_, s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Calls `f(start, end)` for every match, in order.
+    #[inline]
+    pub fn for_each_match(&self, inside: &str, mut f: impl FnMut(usize, usize)) {
+        match self {
+            Self::Pcre(re, onig, _) => {
+                // Matches go to a buffer first only when they could be taken back: a text
+                // whose match fails part-way is matched again by Oniguruma.
+                let mut got = Vec::new();
+                if re.for_each_match(inside, |s, e| got.push((s, e))).is_ok() {
+                    got.into_iter().for_each(|(s, e)| f(s, e));
+                } else {
+                    onig.find_iter(inside).for_each(|(s, e)| f(s, e));
+                }
+            }
+            Self::Onig(re, ..) => re.find_iter(inside).for_each(|(s, e)| f(s, e)),
+            other => {
+                for ((s, e), m) in other.find_matches(inside) {
+                    if m {
+                        f(s, e);
+                    }
+                }
+            }
+        }
     }
 
     /// A literal string, matched as HF does it (an escaped regex).
@@ -95,8 +164,10 @@ impl Pattern {
             prev = end;
         };
         match self {
-            Self::Onig(re, _) => {
-                for (s, e) in re.find_iter(inside) {
+            Self::Onig(..) | Self::Pcre(..) => {
+                let mut m = Vec::new();
+                self.for_each_match(inside, |s, e| m.push((s, e)));
+                for (s, e) in m {
                     push(s, e, &mut out);
                 }
             }
@@ -189,13 +260,13 @@ mod tests {
         for src in [r"\A +| +\z", " {2,}", r"\A▁", r"\Aab"] {
             let hand = Pattern::regex(src).unwrap();
             assert!(!matches!(hand, Pattern::Onig(..)), "{src}");
-            let onig = Pattern::Onig(Arc::new(onig::Regex::new(src).unwrap()), src.into());
+            let onig = Pattern::onig(src).unwrap();
             for t in texts {
                 assert_eq!(hand.find_matches(t), onig.find_matches(t), "{src} on {t:?}");
             }
         }
         for lit in [" ", "▁", "ab", "aa", "-"] {
-            let onig = Pattern::regex(&regex::escape(lit)).unwrap();
+            let onig = Pattern::onig(&regex::escape(lit)).unwrap();
             for t in ["aaa", "a b-c▁d", "abab aa", "", "▁▁"] {
                 assert_eq!(
                     Pattern::literal(lit).unwrap().find_matches(t),

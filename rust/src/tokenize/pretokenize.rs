@@ -300,6 +300,67 @@ impl PreTokenizer {
         }
     }
 
+    /// The regex of a pre-tokenizer that is one Isolated, not inverted regex Split followed by
+    /// the plain byte-level step (the shape of o200k's, Tekken's and most byte-level files).
+    #[must_use]
+    pub fn plain_regex_split(&self) -> Option<&Pattern> {
+        match self {
+            Self::Sequence(items) => match &items[..] {
+                [one] => one.plain_regex_split(),
+                [Self::Split {
+                    pattern: p @ (Pattern::Pcre(..) | Pattern::Onig(..)),
+                    behavior: Behavior::Isolated,
+                    invert: false,
+                }, Self::ByteLevel {
+                    add_prefix_space: false,
+                    use_regex: false,
+                }] => Some(p),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Each pre-tokenizer with the engine that runs it, for `Tokenizer::describe`.
+    pub fn describe(&self, out: &mut Vec<(String, String)>) {
+        let regex = |p: &Pattern| {
+            p.source()
+                .map_or_else(|| format!("{p:?}"), |s| format!("{s:?}"))
+        };
+        match self {
+            Self::Sequence(items) => items.iter().for_each(|i| i.describe(out)),
+            Self::ByteLevel { use_regex, .. } => out.push((
+                format!("ByteLevel(use_regex={use_regex})"),
+                if *use_regex {
+                    "hand-written gpt2"
+                } else {
+                    "byte map"
+                }
+                .into(),
+            )),
+            Self::Split {
+                pattern,
+                behavior,
+                invert,
+            } => out.push((
+                format!("Split({}, {behavior:?}, invert={invert})", regex(pattern)),
+                pattern.engine(),
+            )),
+            Self::CharDelimiterSplit(p) => {
+                out.push((format!("CharDelimiterSplit({})", regex(p)), p.engine()));
+            }
+            Self::Whitespace => out.push(("Whitespace".into(), "rust regex".into())),
+            other => out.push((
+                format!("{other:?}")
+                    .split([' ', '{', '('])
+                    .next()
+                    .unwrap_or("")
+                    .to_owned(),
+                "hand-written".into(),
+            )),
+        }
+    }
+
     /// Splits every piece in `pieces` (in place).
     pub fn run(&self, sources: &mut Sources<'_>, pieces: &mut Vec<Piece>) {
         match self {

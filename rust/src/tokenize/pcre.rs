@@ -1,0 +1,488 @@
+//! Split regexes on PCRE2's JIT: the general fast path for patterns without a hand-written
+//! matcher (o200k, Tekken, most open models' Splits).
+//!
+//! Why PCRE2: it is a backtracking engine with the same leftmost-first alternation, look-ahead,
+//! atomic groups and possessive quantifiers as Oniguruma, so a pattern translated by
+//! `onig_to_pcre` matches the same text; its JIT turns the pattern into machine code that ran
+//! o200k's pattern ~10x faster than Oniguruma here. A DFA engine (regex-automata) cannot run the
+//! `\s+(?!\S)` look-ahead that every byte-level pattern has.
+//!
+//! A compiled pattern is read-only and PCRE2 documents it as shareable between threads; what a
+//! match writes (the match data, the JIT stack) is per thread (`Scratch`).
+use pcre2_sys as ffi;
+use std::cell::RefCell;
+use std::ptr::NonNull;
+
+/// The JIT stack a thread's matches may grow to (PCRE2's default is 32 KiB on the machine
+/// stack; a long run of a look-ahead alternative can need more). Allocated as it is used.
+const JIT_STACK_MAX: usize = 4 << 20;
+
+pub struct Regex {
+    code: NonNull<ffi::pcre2_code_8>,
+    jit: bool,
+    /// `(?:(?>P)(?C1))+` for a pattern P that never matches empty: one call finds a whole run
+    /// of back-to-back matches, each end reported by the callout, instead of one call per match
+    /// (a call's setup was most of a short match's cost). Each iteration is what a search from
+    /// the last end finds first, and no later iteration can fail back into it (the pattern ends
+    /// after the loop), so the ends are the matches `find_iter` gives.
+    runs: Option<NonNull<ffi::pcre2_code_8>>,
+    /// The translated pattern, for `describe` and errors.
+    pub translated: String,
+}
+
+// SAFETY: a compiled pattern is never written after `new`; PCRE2 (pcre2api, "Multithreading")
+// allows one compiled pattern to be used by several threads at once, each with its own match data.
+unsafe impl Send for Regex {}
+unsafe impl Sync for Regex {}
+
+impl Drop for Regex {
+    fn drop(&mut self) {
+        // SAFETY: `code` and `runs` came from pcre2_compile and are freed once, here.
+        unsafe {
+            ffi::pcre2_code_free_8(self.code.as_ptr());
+            if let Some(r) = self.runs {
+                ffi::pcre2_code_free_8(r.as_ptr());
+            }
+        }
+    }
+}
+
+/// PCRE2's callout block (pcre2.h, version 2), up to the fields read here.
+#[repr(C)]
+struct CalloutBlock {
+    version: u32,
+    callout_number: u32,
+    capture_top: u32,
+    capture_last: u32,
+    offset_vector: *mut usize,
+    mark: *const u8,
+    subject: *const u8,
+    subject_length: usize,
+    start_match: usize,
+    current_position: usize,
+}
+
+type Callout = unsafe extern "C" fn(*mut CalloutBlock, *mut std::ffi::c_void) -> i32;
+
+unsafe extern "C" {
+    // In the PCRE2 library pcre2-sys builds and links; its bindings leave it out.
+    fn pcre2_set_callout_8(
+        mctx: *mut ffi::pcre2_match_context_8,
+        callout: Option<Callout>,
+        data: *mut std::ffi::c_void,
+    ) -> i32;
+}
+
+/// The run pattern's callout: the end of one match.
+unsafe extern "C" fn record_end(block: *mut CalloutBlock, data: *mut std::ffi::c_void) -> i32 {
+    // SAFETY: PCRE2 passes a valid block; `data` is the `Vec<usize>` that `for_each_match`
+    // set for this very call.
+    unsafe {
+        (*data.cast::<Vec<usize>>()).push((*block).current_position);
+    }
+    0
+}
+
+fn compile(pattern: &str) -> Result<NonNull<ffi::pcre2_code_8>, String> {
+    // MULTILINE: Oniguruma's `^` and `$` are line anchors (a `\n` before or after).
+    // UCP leaves `\d`, `\s` and `\w` to the translator's explicit classes either way.
+    let options =
+        ffi::PCRE2_UTF | ffi::PCRE2_UCP | ffi::PCRE2_MULTILINE | ffi::PCRE2_NEVER_BACKSLASH_C;
+    let mut err: i32 = 0;
+    let mut offset: usize = 0;
+    // SAFETY: the pattern pointer and length are a live &str; the error out-params are
+    // locals; no compile context (defaults: newline is LF, as Oniguruma's).
+    let code = unsafe {
+        ffi::pcre2_compile_8(
+            pattern.as_ptr(),
+            pattern.len(),
+            options,
+            &raw mut err,
+            &raw mut offset,
+            std::ptr::null_mut(),
+        )
+    };
+    NonNull::new(code).ok_or_else(|| format!("PCRE2: {} at {offset}", error_message(err)))
+}
+
+/// JIT-compiles `code`; false when this build or platform has no JIT.
+fn jit_compile(code: NonNull<ffi::pcre2_code_8>) -> bool {
+    // SAFETY: `code` is a valid compiled pattern, not yet shared.
+    unsafe { ffi::pcre2_jit_compile_8(code.as_ptr(), ffi::PCRE2_JIT_COMPLETE) == 0 }
+}
+
+/// A match failed for a reason other than "no match" (the JIT stack or the match limit ran
+/// out): the caller runs Oniguruma on that text instead.
+#[derive(Debug)]
+pub struct MatchError(pub i32);
+
+fn error_message(code: i32) -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: the buffer and its length are valid; PCRE2 writes a NUL-terminated message.
+    let n = unsafe { ffi::pcre2_get_error_message_8(code, buf.as_mut_ptr(), buf.len()) };
+    if n < 0 {
+        return format!("PCRE2 error {code}");
+    }
+    String::from_utf8_lossy(&buf[..n as usize]).into_owned()
+}
+
+impl Regex {
+    /// Compiles a PCRE2 pattern (already translated) with UTF and Oniguruma's line anchors.
+    pub fn new(pattern: &str) -> Result<Self, String> {
+        let code = compile(pattern)?;
+        let jit = jit_compile(code);
+        let mut min_len: u32 = 0;
+        // SAFETY: MINLENGTH writes a u32.
+        let info = unsafe {
+            ffi::pcre2_pattern_info_8(
+                code.as_ptr(),
+                ffi::PCRE2_INFO_MINLENGTH,
+                (&raw mut min_len).cast(),
+            )
+        };
+        let runs = if jit && info == 0 && min_len > 0 {
+            compile(&format!("(?:(?>{pattern})(?C1))+"))
+                .ok()
+                .filter(|r| {
+                    jit_compile(*r) || {
+                        // SAFETY: not JIT-compiled, so unused: freed here, once.
+                        unsafe { ffi::pcre2_code_free_8(r.as_ptr()) };
+                        false
+                    }
+                })
+        } else {
+            None
+        };
+        Ok(Self {
+            code,
+            jit,
+            runs,
+            translated: pattern.to_owned(),
+        })
+    }
+
+    /// Whether the pattern runs as JIT code (PCRE2's interpreter otherwise).
+    pub fn jit(&self) -> bool {
+        self.jit
+    }
+
+    /// Calls `f(start, end)` for every match, as the onig crate's `find_iter` finds them (what
+    /// HF tokenizers uses): each search starts where the last match ended, and an empty match
+    /// right where the last one ended is skipped by moving one char on.
+    pub fn for_each_match(
+        &self,
+        text: &str,
+        mut f: impl FnMut(usize, usize),
+    ) -> Result<(), MatchError> {
+        with_scratch(|s| {
+            let bytes = text.as_bytes();
+            let mut at = 0;
+            let mut last_end: Option<usize> = None;
+            if let Some(runs) = self.runs {
+                match self.runs_from(s, runs, bytes, &mut f) {
+                    Ok(()) => return Ok(()),
+                    // A run too long for the JIT stack: the rest goes one match per call.
+                    Err(done) => {
+                        at = done;
+                        last_end = (done > 0).then_some(done);
+                    }
+                }
+            }
+            while at <= bytes.len() {
+                let Some((ms, me)) = self.find_at(s, bytes, at)? else {
+                    break;
+                };
+                if ms == me && last_end == Some(me) {
+                    at += text[at..].chars().next().map_or(1, char::len_utf8);
+                    continue;
+                }
+                f(ms, me);
+                at = me;
+                last_end = Some(me);
+            }
+            Ok(())
+        })
+    }
+
+    /// Every match by runs (see `runs`); `Err(at)`: a run failed for lack of stack, the
+    /// matches before `at` were given.
+    fn runs_from(
+        &self,
+        s: &Scratch,
+        runs: NonNull<ffi::pcre2_code_8>,
+        bytes: &[u8],
+        f: &mut impl FnMut(usize, usize),
+    ) -> Result<(), usize> {
+        let mut ends = std::mem::take(&mut *s.ends.borrow_mut());
+        let mut at = 0;
+        let result = loop {
+            if at >= bytes.len() {
+                break Ok(());
+            }
+            ends.clear();
+            // SAFETY: the callout data is `ends`, alive for the whole call, and is cleared from
+            // the context before this function returns; as in `find_at` otherwise.
+            let rc = unsafe {
+                pcre2_set_callout_8(s.mctx.as_ptr(), Some(record_end), (&raw mut ends).cast());
+                ffi::pcre2_jit_match_8(
+                    runs.as_ptr(),
+                    bytes.as_ptr(),
+                    bytes.len(),
+                    at,
+                    0,
+                    s.md.as_ptr(),
+                    s.mctx.as_ptr(),
+                )
+            };
+            if rc == ffi::PCRE2_ERROR_NOMATCH {
+                break Ok(());
+            }
+            if rc < 0 {
+                break Err(at);
+            }
+            // SAFETY: as in `find_at`.
+            let (ms, me) = unsafe {
+                let ov = ffi::pcre2_get_ovector_pointer_8(s.md.as_ptr());
+                (*ov, *ov.add(1))
+            };
+            let mut prev = ms;
+            for &e in &ends {
+                f(prev, e);
+                prev = e;
+            }
+            debug_assert_eq!(prev, me);
+            at = me;
+        };
+        // SAFETY: the context is this thread's; no callout is left pointing at `ends`.
+        unsafe {
+            pcre2_set_callout_8(s.mctx.as_ptr(), None, std::ptr::null_mut());
+        }
+        *s.ends.borrow_mut() = ends;
+        result
+    }
+
+    #[inline]
+    fn find_at(
+        &self,
+        s: &Scratch,
+        bytes: &[u8],
+        at: usize,
+    ) -> Result<Option<(usize, usize)>, MatchError> {
+        // SAFETY: the subject is a live &str (valid UTF-8, so no UTF check is needed), `at` is
+        // a char boundary within it, and the match data and context are this thread's.
+        let rc = unsafe {
+            if self.jit {
+                ffi::pcre2_jit_match_8(
+                    self.code.as_ptr(),
+                    bytes.as_ptr(),
+                    bytes.len(),
+                    at,
+                    0,
+                    s.md.as_ptr(),
+                    s.mctx.as_ptr(),
+                )
+            } else {
+                ffi::pcre2_match_8(
+                    self.code.as_ptr(),
+                    bytes.as_ptr(),
+                    bytes.len(),
+                    at,
+                    ffi::PCRE2_NO_UTF_CHECK,
+                    s.md.as_ptr(),
+                    s.mctx.as_ptr(),
+                )
+            }
+        };
+        if rc == ffi::PCRE2_ERROR_NOMATCH {
+            return Ok(None);
+        }
+        // 0: the match data holds fewer groups than the pattern has; group 0 is still set.
+        if rc < 0 {
+            return Err(MatchError(rc));
+        }
+        // SAFETY: the ovector has at least one pair, set by the successful match.
+        let (ms, me) = unsafe {
+            let ov = ffi::pcre2_get_ovector_pointer_8(s.md.as_ptr());
+            (*ov, *ov.add(1))
+        };
+        Ok(Some((ms, me)))
+    }
+}
+
+/// A thread's match data (one pair: only the whole match is read) and match context with its
+/// JIT stack.
+struct Scratch {
+    /// The run pattern's match ends (kept to reuse its allocation).
+    ends: RefCell<Vec<usize>>,
+    md: NonNull<ffi::pcre2_match_data_8>,
+    mctx: NonNull<ffi::pcre2_match_context_8>,
+    stack: Option<NonNull<ffi::pcre2_jit_stack_8>>,
+}
+
+impl Scratch {
+    fn new() -> Self {
+        // SAFETY: plain constructors with the default allocator; a null result (out of memory)
+        // is turned into a panic below rather than used.
+        unsafe {
+            let md = NonNull::new(ffi::pcre2_match_data_create_8(1, std::ptr::null_mut()))
+                .expect("PCRE2 match data");
+            let mctx = NonNull::new(ffi::pcre2_match_context_create_8(std::ptr::null_mut()))
+                .expect("PCRE2 match context");
+            let stack = NonNull::new(ffi::pcre2_jit_stack_create_8(
+                32 << 10,
+                JIT_STACK_MAX,
+                std::ptr::null_mut(),
+            ));
+            if let Some(st) = stack {
+                ffi::pcre2_jit_stack_assign_8(mctx.as_ptr(), None, st.as_ptr().cast());
+            }
+            Self {
+                ends: RefCell::new(Vec::new()),
+                md,
+                mctx,
+                stack,
+            }
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        // SAFETY: each was created in `new` and is freed once, here.
+        unsafe {
+            ffi::pcre2_match_data_free_8(self.md.as_ptr());
+            ffi::pcre2_match_context_free_8(self.mctx.as_ptr());
+            if let Some(st) = self.stack {
+                ffi::pcre2_jit_stack_free_8(st.as_ptr());
+            }
+        }
+    }
+}
+
+thread_local! {
+    static SCRATCH: RefCell<Option<Scratch>> = const { RefCell::new(None) };
+}
+
+fn with_scratch<R>(f: impl FnOnce(&Scratch) -> R) -> R {
+    SCRATCH.with(|cell| {
+        // A nested call (none today) would find the cell borrowed: it gets its own scratch.
+        let Ok(mut slot) = cell.try_borrow_mut() else {
+            return f(&Scratch::new());
+        };
+        f(slot.get_or_insert_with(Scratch::new))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn onig_matches(src: &str, text: &str) -> Vec<(usize, usize)> {
+        onig::Regex::new(src).unwrap().find_iter(text).collect()
+    }
+
+    fn pcre_matches(src: &str, text: &str) -> Vec<(usize, usize)> {
+        let re = Regex::new(&super::super::onig_to_pcre::translate(src).unwrap()).unwrap();
+        let mut out = Vec::new();
+        re.for_each_match(text, |s, e| out.push((s, e))).unwrap();
+        out
+    }
+
+    #[test]
+    fn empty_matches_follow_onig() {
+        for src in ["", "a*", "x?", r"\s*", "(?=b)", "$", "^"] {
+            for text in ["", "abc", "ba b\n", "é\nb", "\n\n"] {
+                assert_eq!(
+                    pcre_matches(src, text),
+                    onig_matches(src, text),
+                    "{src:?} on {text:?}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn jit_is_available() {
+        assert!(Regex::new("a+").unwrap().jit());
+    }
+}
+
+#[cfg(test)]
+mod table_tests {
+    use super::super::onig_to_pcre::translate;
+    use super::Regex;
+
+    /// Every Unicode scalar value, one after another.
+    fn all_chars() -> String {
+        (0..=0x10_FFFFu32).filter_map(char::from_u32).collect()
+    }
+
+    /// Each single-char class matches the same code points on both engines: the general
+    /// categories PCRE2 runs natively (same Unicode 16.0 data as Oniguruma's) and the escapes
+    /// and properties translated to Oniguruma's own ranges.
+    #[test]
+    fn classes_agree_on_every_code_point() {
+        let all = all_chars();
+        let mut classes: Vec<String> = super::super::onig_to_pcre::NATIVE_CATEGORIES
+            .iter()
+            .flat_map(|c| {
+                [
+                    format!(r"\p{{{c}}}"),
+                    format!(r"\P{{{c}}}"),
+                    format!(r"\p{{^{c}}}"),
+                ]
+            })
+            .collect();
+        for c in [
+            r"\s",
+            r"\S",
+            r"\d",
+            r"\D",
+            r"\w",
+            r"[^\w]",
+            r"[\w]",
+            r"\W",
+            r"[\W]",
+            r"\h",
+            r"\H",
+            r"\p{Han}",
+            r"\p{Latin}",
+            r"\p{Alpha}",
+            r"\p{Emoji}",
+            r"\p{Hiragana}",
+            r"[^\s\p{L}\p{N}]",
+            r"[\s\d]",
+            ".",
+            r"[^\r\n\p{L}\p{N}]",
+            r"\p{Greek}",
+        ] {
+            classes.push(c.to_owned());
+        }
+        let mut failed = Vec::new();
+        for class in classes {
+            // Runs, not single chars: the same runs mean the same members, in far fewer
+            // matches.
+            let class = format!("{class}+");
+            let onig: std::collections::HashSet<(usize, usize)> =
+                onig::Regex::new(&class).unwrap().find_iter(&all).collect();
+            let re = Regex::new(&translate(&class).unwrap()).unwrap();
+            let mut pcre = std::collections::HashSet::new();
+            re.for_each_match(&all, |s, e| {
+                pcre.insert((s, e));
+            })
+            .unwrap();
+            if pcre != onig {
+                let mut diff: Vec<u32> = pcre
+                    .symmetric_difference(&onig)
+                    .flat_map(|&(s, e)| [s, e])
+                    .filter_map(|s| all[s..].chars().next().map(|c| c as u32))
+                    .collect();
+                diff.sort_unstable();
+                let shown: Vec<String> =
+                    diff.iter().take(12).map(|u| format!("U+{u:04X}")).collect();
+                failed.push(format!("{class}: runs differ near {shown:?}"));
+            }
+        }
+        assert!(failed.is_empty(), "{failed:#?}");
+    }
+}
