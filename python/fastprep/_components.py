@@ -32,6 +32,11 @@ def _tokenizers() -> Any:
     return tokenizers
 
 
+def _hf_class() -> Any:
+    """``tokenizers.Tokenizer`` (a function, so that a test harness can supply the class)."""
+    return _tokenizers().Tokenizer
+
+
 def component_json(obj: Any, kind: str) -> Any:
     """The tokenizer.json section of a ``tokenizers`` component object (or None)."""
     if obj is None:
@@ -78,13 +83,12 @@ def get_component(doc_text: str, kind: str) -> Any:
     section = doc.get(kind)
     if section is None:
         return None
-    tk = _tokenizers()
     # A small tokenizer.json holding just this part (the model's vocabulary is only read for
     # the model itself).
     small = {"version": "1.0", "added_tokens": [], "model": doc["model"] if kind == "model" else _EMPTY_MODEL}
     small[kind] = section
     try:
-        hf = tk.Tokenizer.from_str(json.dumps(small, ensure_ascii=False))
+        hf = _hf_class().from_str(json.dumps(small, ensure_ascii=False))
     except Exception as e:
         raise UnsupportedTokenizerError(f"tokenizers cannot build this {kind} ({section.get('type')}): {e}") from e
     return getattr(hf, kind)
@@ -93,7 +97,6 @@ def get_component(doc_text: str, kind: str) -> Any:
 def train(doc_text: str, run: Any) -> str:
     """Trains with ``tokenizers``: loads ``doc_text`` there, calls ``run(hf_tokenizer)``, and
     returns the trained tokenizer.json."""
-    tk = _tokenizers()
-    hf = tk.Tokenizer.from_str(doc_text)
+    hf = _hf_class().from_str(doc_text)
     run(hf)
     return str(hf.to_str())
