@@ -192,6 +192,7 @@ pub fn normalizer(v: &Value, path: &str) -> R<Option<Normalizer>> {
             ))
         }
         "Nmt" => Normalizer::Nmt,
+        "ByteLevel" => Normalizer::ByteLevel,
         "Sequence" => Normalizer::Sequence(items(m, "normalizers", path, normalizer)?),
         other => {
             return Err(TokenizeError::unsupported(
@@ -429,6 +430,9 @@ pub fn decoder(v: &Value, path: &str) -> R<Option<Decoder>> {
             cleanup: bool_or(m, "cleanup", true),
         },
         "ByteFallback" => Decoder::ByteFallback,
+        "BPEDecoder" => Decoder::Bpe {
+            suffix: opt_str(m, "suffix").unwrap_or_else(|| "</w>".into()),
+        },
         "Metaspace" => {
             let (replacement, prepend, _) = metaspace(m, path)?;
             Decoder::Metaspace {
