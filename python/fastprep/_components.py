@@ -87,8 +87,9 @@ def get_component(doc_text: str, kind: str) -> Any:
     # the model itself).
     small = {"version": "1.0", "added_tokens": [], "model": doc["model"] if kind == "model" else _EMPTY_MODEL}
     small[kind] = section
+    cls = _hf_class()
     try:
-        hf = _hf_class().from_str(json.dumps(small, ensure_ascii=False))
+        hf = cls.from_str(json.dumps(small, ensure_ascii=False))
     except Exception as e:
         raise UnsupportedTokenizerError(f"tokenizers cannot build this {kind} ({section.get('type')}): {e}") from e
     return getattr(hf, kind)

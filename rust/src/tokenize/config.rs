@@ -210,6 +210,16 @@ pub fn pre_tokenizer(v: &Value, path: &str) -> R<Option<PreTokenizer>> {
     let m = obj(v, path)?;
     let t = type_of(m, path)?;
     Ok(Some(match t {
+        "FixedLength" => {
+            let n = m.get("length").map_or(Ok(5), |_| uint_at(m, "length", path))?;
+            if n == 0 {
+                return Err(TokenizeError::invalid(
+                    format!("{path}.length"),
+                    "must be at least 1",
+                ));
+            }
+            PreTokenizer::FixedLength(n as usize)
+        }
         "ByteLevel" => PreTokenizer::ByteLevel {
             add_prefix_space: bool_or(m, "add_prefix_space", true),
             use_regex: bool_or(m, "use_regex", true),

@@ -47,6 +47,8 @@ pub enum PreTokenizer {
         prepend: PrependScheme,
         split: bool,
     },
+    /// Pieces of `n` chars (the last one shorter), HF's `FixedLength`.
+    FixedLength(usize),
     Sequence(Vec<PreTokenizer>),
 }
 
@@ -401,6 +403,22 @@ impl PreTokenizer {
                 prepend,
                 split,
             } => metaspace(sources, pieces, *replacement, *prepend, *split),
+            Self::FixedLength(n) => split_pieces(
+                sources,
+                pieces,
+                |t| {
+                    let starts: Vec<usize> = t.char_indices().map(|(i, _)| i).collect();
+                    starts
+                        .chunks(*n)
+                        .enumerate()
+                        .map(|(k, c)| {
+                            let end = starts.get((k + 1) * n).copied().unwrap_or(t.len());
+                            ((c[0], end), true)
+                        })
+                        .collect()
+                },
+                Behavior::Isolated,
+            ),
         }
     }
 }
@@ -530,6 +548,14 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn fixed_length_cuts_every_n_chars() {
+        let got = run(&PreTokenizer::FixedLength(2), "héllo");
+        let want = [("hé", (0, 3)), ("ll", (3, 5)), ("o", (5, 6))];
+        assert_eq!(got, want.map(|(t, o)| (t.to_owned(), o)).to_vec());
+        assert!(run(&PreTokenizer::FixedLength(3), "").is_empty());
     }
 
     #[test]
