@@ -96,6 +96,8 @@ KINDS = {
     "post_processor": (processors, processors.PostProcessor, PROCESSORS),
     "decoder": (decoders, decoders.Decoder, DECODERS),
 }
+
+
 def _precompiled() -> normalizers.Precompiled:
     """The charsmap of a SentencePiece model trained here (nmt_nfkc), as transformers converts it."""
     doc = json.loads(spm_data.unigram_tokenizer_json("sp_unigram_converter"))

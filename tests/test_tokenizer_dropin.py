@@ -173,7 +173,11 @@ def test_added_token_objects_of_both_libraries():
     assert hf.add_tokens(["my", "name"]) == fp.add_tokens(["my", "name"]) == 2
     mine = [AddedToken("the"), AddedToken("quick", normalized=False), AddedToken()]
     theirs = [tokenizers.AddedToken("the"), tokenizers.AddedToken("quick", normalized=False), tokenizers.AddedToken()]
-    assert fp.add_tokens(theirs) == hf.add_tokens([tokenizers.AddedToken("the"), tokenizers.AddedToken("quick", normalized=False)]) == 2
+    assert (
+        fp.add_tokens(theirs)
+        == hf.add_tokens([tokenizers.AddedToken("the"), tokenizers.AddedToken("quick", normalized=False)])
+        == 2
+    )
     assert fp.add_tokens(mine) == 0
     mine = [AddedToken("fox"), AddedToken("dog", normalized=True)]
     theirs = [tokenizers.AddedToken("fox"), tokenizers.AddedToken("dog", normalized=True)]
@@ -215,7 +219,9 @@ def test_added_token_api():
         mine, theirs = AddedToken("<m>", **kw), tokenizers.AddedToken("<m>", **kw)
         assert repr(mine) == repr(theirs)
         assert mine == theirs
-    assert AddedToken("a") != AddedToken("a", lstrip=True) and hash(AddedToken("a")) == hash(AddedToken("a", lstrip=True))
+    assert AddedToken("a") != AddedToken("a", lstrip=True) and hash(AddedToken("a")) == hash(
+        AddedToken("a", lstrip=True)
+    )
 
 
 def test_post_process():
@@ -297,8 +303,9 @@ def test_overflowing_parts_of_a_pair_without_post_processor():
     for tok in (hf, fp):
         tok.post_processor = None
         tok.enable_truncation(5, stride=1)
-    r, g = hf.encode("the quick brown fox jumps over", "the lazy dog sleeps"), fp.encode(
-        "the quick brown fox jumps over", "the lazy dog sleeps"
+    r, g = (
+        hf.encode("the quick brown fox jumps over", "the lazy dog sleeps"),
+        fp.encode("the quick brown fox jumps over", "the lazy dog sleeps"),
     )
     assert diff(r, g) is None
     for ro, go in zip([r, *r.overflowing], [g, *g.overflowing], strict=True):
@@ -314,7 +321,10 @@ def test_overflowing_parts_of_a_pair_without_post_processor():
 @pytest.mark.parametrize(("max_length", "stride"), [(3, 0), (4, 2), (0, 0), (50, 0)])
 def test_encoding_truncate(bert, direction, max_length, stride):
     hf, fp = bert
-    r, g = hf.encode("the quick brown fox jumps over the lazy dog"), fp.encode("the quick brown fox jumps over the lazy dog")
+    r, g = (
+        hf.encode("the quick brown fox jumps over the lazy dog"),
+        fp.encode("the quick brown fox jumps over the lazy dog"),
+    )
     r.truncate(max_length, stride, direction)
     g.truncate(max_length, stride, direction)
     assert diff(r, g) is None and len(g) == len(r)
@@ -336,7 +346,9 @@ def test_encoding_pad_merge_and_sequence_id(bert):
     g.set_sequence_id(1)
     assert diff(r, g) is None
     empty = Encoding()
-    assert len(empty) == 0 and empty.ids == [] and empty.token_to_sequence(0) == tokenizers.Encoding().token_to_sequence(0)
+    assert (
+        len(empty) == 0 and empty.ids == [] and empty.token_to_sequence(0) == tokenizers.Encoding().token_to_sequence(0)
+    )
 
 
 def test_decode_stream_like_tokenizers():

@@ -105,7 +105,13 @@ def test_sentencepiece_and_tiktoken_kinds_pickle(template_json):
     again = pickle.loads(pickle.dumps(bert))
     hf = tokenizers.Tokenizer.from_str(js)
     hf.enable_truncation(6)
-    assert diff(hf.encode("Pickled BERT keeps truncation", "and pairs"), again.encode("Pickled BERT keeps truncation", "and pairs")) is None
+    assert (
+        diff(
+            hf.encode("Pickled BERT keeps truncation", "and pairs"),
+            again.encode("Pickled BERT keeps truncation", "and pairs"),
+        )
+        is None
+    )
 
 
 def _encodings(tok: Tokenizer) -> list[Encoding]:

@@ -93,8 +93,10 @@ def _both(label: str, tk_call: Any, fp_call: Any) -> Any:
         fp_err = e
     if tk_err or fp_err:
         if tk_err is None or fp_err is None:
-            _record(f"{label}: tokenizers {'raised ' + repr(tk_err) if tk_err else 'returned'}, fastprep "
-                    f"{'raised ' + repr(fp_err) if fp_err else 'returned'}")
+            _record(
+                f"{label}: tokenizers {'raised ' + repr(tk_err) if tk_err else 'returned'}, fastprep "
+                f"{'raised ' + repr(fp_err) if fp_err else 'returned'}"
+            )
         elif not isinstance(fp_err, type(tk_err)) and type(tk_err).__name__ != "PanicException":
             _record(f"{label}: tokenizers raised {type(tk_err).__name__}, fastprep {type(fp_err).__name__}")
         if fp_err:
@@ -128,7 +130,9 @@ class _Dual:
                 fp_kw = {k: _side(v, "fp") for k, v in kwargs.items()}
                 if name.startswith("async_"):
                     return _both_async(label, tk_attr, getattr(self.fp, name), tk_args, tk_kw, fp_args, fp_kw)
-                return _both(label, lambda: tk_attr(*tk_args, **tk_kw), lambda: getattr(self.fp, name)(*fp_args, **fp_kw))
+                return _both(
+                    label, lambda: tk_attr(*tk_args, **tk_kw), lambda: getattr(self.fp, name)(*fp_args, **fp_kw)
+                )
 
             return call
         return _both(f"{type(self).__name__}.{name}", lambda: tk_attr, lambda: getattr(self.fp, name))
@@ -140,8 +144,11 @@ class _Dual:
         if not hasattr(type(self.fp), name):
             _record(f"{type(self).__name__}.{name} = ...: missing in fastprep")
             raise AttributeError(f"fastprep has no settable {type(self).__name__}.{name}")
-        _both(f"{type(self).__name__}.{name} = {value!r:.60}", lambda: setattr(self.tk, name, _side(value, "tk")),
-              lambda: setattr(self.fp, name, _side(value, "fp")))
+        _both(
+            f"{type(self).__name__}.{name} = {value!r:.60}",
+            lambda: setattr(self.tk, name, _side(value, "tk")),
+            lambda: setattr(self.fp, name, _side(value, "fp")),
+        )
 
 
 async def _both_async(label, tk_fn, fp_fn, tk_args, tk_kw, fp_args, fp_kw):  # type: ignore[no-untyped-def]

@@ -92,7 +92,13 @@ pub enum Body {
 }
 
 /// The result of encoding: ids, tokens, offsets, masks, and the word/char/token mappings.
-#[pyclass(name = "Encoding", module = "fastprep._core", frozen, weakref, freelist = 4096)]
+#[pyclass(
+    name = "Encoding",
+    module = "fastprep._core",
+    frozen,
+    weakref,
+    freelist = 4096
+)]
 pub struct PyEncoding {
     body: Body,
     tok: Arc<Tokenizer>,
@@ -161,7 +167,9 @@ fn to_state<'py>(py: Python<'py>, tok: &Tokenizer, e: &Encoding) -> PyResult<Bou
     let state: State = (
         e.ids.clone(),
         e.type_ids.clone(),
-        (0..e.len()).map(|i| tok.token_str(e, i).to_owned()).collect(),
+        (0..e.len())
+            .map(|i| tok.token_str(e, i).to_owned())
+            .collect(),
         e.offsets.clone(),
         (0..e.len()).map(|i| e.word(i)).collect(),
         e.special_tokens_mask.clone(),
@@ -176,7 +184,13 @@ fn to_state<'py>(py: Python<'py>, tok: &Tokenizer, e: &Encoding) -> PyResult<Bou
         .iter()
         .map(|o| to_state(py, tok, o))
         .collect::<PyResult<Vec<_>>>()?;
-    PyTuple::new(py, [state.into_pyobject(py)?.into_any(), PyList::new(py, over)?.into_any()])
+    PyTuple::new(
+        py,
+        [
+            state.into_pyobject(py)?.into_any(),
+            PyList::new(py, over)?.into_any(),
+        ],
+    )
 }
 
 fn from_state(obj: &Bound<'_, PyAny>) -> PyResult<Encoding> {
@@ -184,7 +198,14 @@ fn from_state(obj: &Bound<'_, PyAny>) -> PyResult<Encoding> {
     let (state, over): (State, Vec<Bound<'_, PyAny>>) = obj.extract().map_err(|_| bad())?;
     let (ids, type_ids, tokens, offsets, words, special, attention, ranges) = state;
     let n = ids.len();
-    let same = [type_ids.len(), tokens.len(), offsets.len(), words.len(), special.len(), attention.len()];
+    let same = [
+        type_ids.len(),
+        tokens.len(),
+        offsets.len(),
+        words.len(),
+        special.len(),
+        attention.len(),
+    ];
     if same.iter().any(|&k| k != n) || ranges.iter().any(|&(_, a, b)| a > b || b > n) {
         return Err(PyValueError::new_err(
             "pickled Encoding state has parts of different lengths; it was not made by fastprep",
@@ -328,7 +349,6 @@ impl PyEncoding {
             Body::Batch { ids, .. } => ids,
         }
     }
-
 }
 
 /// HF's `sequence_range`: the range recorded for `seq` (a later entry replaces an earlier one,
@@ -599,7 +619,10 @@ impl PyEncoding {
 
     fn token_to_chars(&self, token_index: usize) -> PyResult<Option<(u32, u32)>> {
         let enc = self.enc()?;
-        Ok(token_to_sequence(&enc, token_index).and_then(|_| enc.offsets.get(token_index).copied()))
+        Ok(
+            token_to_sequence(&enc, token_index)
+                .and_then(|_| enc.offsets.get(token_index).copied()),
+        )
     }
 
     fn token_to_word(&self, token_index: usize) -> PyResult<Option<u32>> {

@@ -211,7 +211,9 @@ pub fn pre_tokenizer(v: &Value, path: &str) -> R<Option<PreTokenizer>> {
     let t = type_of(m, path)?;
     Ok(Some(match t {
         "FixedLength" => {
-            let n = m.get("length").map_or(Ok(5), |_| uint_at(m, "length", path))?;
+            let n = m
+                .get("length")
+                .map_or(Ok(5), |_| uint_at(m, "length", path))?;
             if n == 0 {
                 return Err(TokenizeError::invalid(
                     format!("{path}.length"),

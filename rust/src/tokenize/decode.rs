@@ -244,7 +244,9 @@ mod tests {
         let d = Decoder::Bpe {
             suffix: "</w>".into(),
         };
-        let toks = ["My</w>", "na", "me</w>", "is</w>"].map(String::from).to_vec();
+        let toks = ["My</w>", "na", "me</w>", "is</w>"]
+            .map(String::from)
+            .to_vec();
         assert_eq!(d.decode(toks), "My name is");
         assert_eq!(d.decode(vec![]), "");
     }

@@ -314,7 +314,9 @@ mod tests {
         // The three chars of "我" all map back to it.
         let i = "HelloĠ".len();
         assert!(n.align[i..i + "æĪĳ".len()].iter().all(|&a| a == (6, 9)));
-        assert!(Normalizer::ByteLevel.apply(&Normalized::identity("")).is_none());
+        assert!(Normalizer::ByteLevel
+            .apply(&Normalized::identity(""))
+            .is_none());
     }
 
     #[test]
