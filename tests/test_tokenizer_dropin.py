@@ -357,3 +357,22 @@ def test_decode_stream_like_tokenizers():
     assert [streams[0].step(hf, i) for i in range(4)] == [streams[1].step(fp, i) for i in range(4)]
     ref, mine = tokenizers.decoders.DecodeStream(ids=[0, 1, 2]), fastprep.decoders.DecodeStream(ids=[0, 1, 2])
     assert ref.step(hf, 3) == mine.step(fp, 3) == " john"
+
+
+def test_encode_special_tokens(bert):
+    js = wp.bert_tokenizer_json()
+    hf, fp = _both(js)
+    for tok in (hf, fp):
+        tok.add_tokens(["<eot>"])
+        tok.add_special_tokens(["<end_of_text>"])
+    text = "Hey there<end_of_text> dear<eot>friend! [CLS] [SEP]"
+    assert diff(hf.encode(text), fp.encode(text)) is None
+    for tok in (hf, fp):
+        tok.encode_special_tokens = True
+    assert fp.encode_special_tokens is True
+    assert diff(hf.encode(text), fp.encode(text)) is None
+    assert "<end_of_text>" not in fp.encode(text).tokens and "<eot>" in fp.encode(text).tokens
+    for tok in (hf, fp):
+        tok.add_tokens(["of_text>"])
+    assert diff(hf.encode(text), fp.encode(text)) is None
+    assert diff(hf.encode_batch([text, (text, text)])[1], fp.encode_batch([text, (text, text)])[1]) is None

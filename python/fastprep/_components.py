@@ -85,7 +85,11 @@ def get_component(doc_text: str, kind: str) -> Any:
         return None
     # A small tokenizer.json holding just this part (the model's vocabulary is only read for
     # the model itself).
-    small: dict[str, Any] = {"version": "1.0", "added_tokens": [], "model": doc["model"] if kind == "model" else _EMPTY_MODEL}
+    small: dict[str, Any] = {
+        "version": "1.0",
+        "added_tokens": [],
+        "model": doc["model"] if kind == "model" else _EMPTY_MODEL,
+    }
     small[kind] = section
     cls = _hf_class()
     try:

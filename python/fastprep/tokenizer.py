@@ -392,6 +392,16 @@ class Tokenizer:
     def truncation(self) -> dict[str, Any] | None:
         return self._core.truncation
 
+    @property
+    def encode_special_tokens(self) -> bool:
+        """When True, special tokens in the input are not cut out but encoded as text (as
+        tokenizers' ``encode_special_tokens``; like there, not saved in the tokenizer.json)."""
+        return bool(self._core.encode_special_tokens)
+
+    @encode_special_tokens.setter
+    def encode_special_tokens(self, value: bool) -> None:
+        self._core.encode_special_tokens = bool(value)
+
     # -- components (tokenizers' objects; see fastprep._components) -----------------------------
     def _get_part(self, kind: str) -> Any:
         return _components.get_component(self.to_str(), kind)

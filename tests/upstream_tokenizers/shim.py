@@ -128,6 +128,8 @@ class _Dual:
                 tk_args, fp_args = _side(args, "tk"), _side(args, "fp")
                 tk_kw = {k: _side(v, "tk") for k, v in kwargs.items()}
                 fp_kw = {k: _side(v, "fp") for k, v in kwargs.items()}
+                if name in ("train", "train_from_iterator"):
+                    return _train_both(self, name, label, tk_args, tk_kw, fp_args, fp_kw)
                 if name.startswith("async_"):
                     return _both_async(label, tk_attr, getattr(self.fp, name), tk_args, tk_kw, fp_args, fp_kw)
                 return _both(
@@ -149,6 +151,20 @@ class _Dual:
             lambda: setattr(self.tk, name, _side(value, "tk")),
             lambda: setattr(self.fp, name, _side(value, "fp")),
         )
+
+
+def _train_both(tok: Any, name: str, label: str, tk_args: Any, tk_kw: Any, fp_args: Any, fp_kw: Any) -> None:
+    """Training runs on both (fastprep's goes through tokenizers' trainer), but two trainings
+    need not give the same ids (tokenizers' trainers run in parallel and break ties by arrival),
+    so only the vocabulary's size is compared; fastprep then takes tokenizers' trained model,
+    so that the calls after it compare encodings of one model."""
+    fp_args = [
+        list(a) if not isinstance(a, (str, list, tuple, dict)) and hasattr(a, "__iter__") else a for a in fp_args
+    ]
+    tk_args = list(fp_args) if tk_args and tk_args[0] is not fp_args[0] else tk_args
+    _both(label, lambda: getattr(tok.tk, name)(*tk_args, **tk_kw), lambda: getattr(tok.fp, name)(*fp_args, **fp_kw))
+    _both(f"{label}: vocabulary size", lambda: tok.tk.get_vocab_size(), lambda: tok.fp.get_vocab_size())
+    object.__setattr__(tok, "fp", fastprep.Tokenizer.from_str(tok.tk.to_str()))
 
 
 async def _both_async(label, tk_fn, fp_fn, tk_args, tk_kw, fp_args, fp_kw):  # type: ignore[no-untyped-def]

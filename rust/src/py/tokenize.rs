@@ -848,6 +848,21 @@ impl PyTokenizer {
         Ok(())
     }
 
+    /// HF's `encode_special_tokens`: when true, special tokens in the input are not cut out.
+    #[getter]
+    fn encode_special_tokens(&self) -> bool {
+        self.core().added.encode_special_tokens
+    }
+
+    #[setter]
+    fn set_encode_special_tokens(&self, value: bool) {
+        self.update(|state| {
+            let mut tok = (*state.core).clone();
+            tok.added.encode_special_tokens = value;
+            state.core = Arc::new(tok);
+        });
+    }
+
     fn no_truncation(&self) {
         self.update(|state| state.truncation = None);
     }
