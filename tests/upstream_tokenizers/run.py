@@ -15,7 +15,9 @@ and every difference found. Not part of the CI suite (it needs the tokenizers so
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
+import inspect
 import json
 import os
 import shutil
@@ -23,6 +25,9 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
@@ -66,6 +71,33 @@ def _local_files(dest: Path) -> dict[str, str]:
     out["small.txt"], out["big.txt"] = str(dest / "small.txt"), str(dest / "big.txt")
     import tokenizers
 
+    # Models the tests load by Hub name, as local tokenizer.json files of the same kind in a
+    # Hub cache of their own (both libraries read it offline): GPT-style byte-level BPE for
+    # gpt2 and gpt-oss, a Llama-style SentencePiece BPE for the Llama ones, BERT for
+    # bert-base-cased, a converted SentencePiece Unigram for t5-base. Their ids differ from the
+    # real models', so assertions of exact ids fail for both libraries alike.
+    from tests import tokenizer_data_spm as spm
+
+    byte_bpe = data.trained_bytelevel_bpe(add_prefix_space=False)
+    models = {
+        "gpt2": byte_bpe,
+        "hf-internal-testing/gpt-oss-20b": byte_bpe,
+        "hf-internal-testing/Llama-3.1-8B-Instruct": byte_bpe,
+        "hf-internal-testing/llama-new-metaspace": spm.mistral_tokenizer_json("metaspace"),
+        "bert-base-cased": wp.bert_tokenizer_json(),
+        "anthony/tokenizers-test": wp.bert_tokenizer_json(),
+        "t5-base": spm.unigram_tokenizer_json("sp_unigram_converter"),
+    }
+    hub = dest / "hf" / "hub"
+    for name, text in models.items():
+        repo = hub / ("models--" + name.replace("/", "--"))
+        snap = repo / "snapshots" / ("0" * 40)
+        snap.mkdir(parents=True)
+        (snap / "tokenizer.json").write_text(text)
+        (repo / "refs").mkdir()
+        (repo / "refs" / "main").write_text("0" * 40)
+    os.environ["HF_HOME"] = str(dest / "hf")
+    os.environ["HF_HUB_CACHE"] = str(hub)
     char = tokenizers.CharBPETokenizer()
     char.train([str(dest / "small.txt")], vocab_size=2000)
     char.save_model(str(dest), "openai")
@@ -78,7 +110,16 @@ def _local_files(dest: Path) -> dict[str, str]:
 
 
 class Plugin:
-    """Puts the side-by-side objects in place before the upstream modules are imported."""
+    """Puts the side-by-side objects in place before the upstream modules are imported, and
+    runs the async tests (pytest-asyncio's job) with asyncio.run."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem: Any) -> bool | None:
+        if not inspect.iscoroutinefunction(pyfuncitem.obj):
+            return None
+        args = {a: pyfuncitem.funcargs[a] for a in pyfuncitem._fixtureinfo.argnames}
+        asyncio.run(pyfuncitem.obj(**args))
+        return True
 
     def __init__(self, shim: object, files: dict[str, str]) -> None:
         self.shim, self.files = shim, files
@@ -139,8 +180,10 @@ def main(argv: list[str]) -> int:
     os.chdir(root)
     (root / "pytest.ini").write_text("[pytest]\nmarkers =\n    network\n    slow\n    asyncio\n")
     targets = [f"tests/bindings/{f}" for f in FILES] + ["tests/implementations"]
+    # 2048 concurrent batches of a long text, timing only: not a behaviour to compare.
+    slow = "tests/bindings/test_tokenizer.py::TestAsyncTokenizer::test_performance_comparison"
     code = pytest.main(
-        ["-q", "-rfE", "-p", "no:cacheprovider", "--rootdir", str(root), *targets, *argv[1:]],
+        ["-q", "-rfE", "-p", "no:cacheprovider", "--rootdir", str(root), "--deselect", slow, *targets, *argv[1:]],
         plugins=[Plugin(shim, files)],
     )
     calls = shim.CALLS["n"]  # type: ignore[attr-defined]
