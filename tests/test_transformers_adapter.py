@@ -130,8 +130,16 @@ def test_changes_through_transformers_reach_fastprep():
     ref._tokenizer.post_processor = template
     fp._tokenizer.post_processor = template
     assert fp(text)["input_ids"] == ref(text)["input_ids"] and ref(text)["input_ids"][-2:] == [102, 102]
-    # split_special_tokens (read special tokens as text) is served by tokenizers itself
+    # split_special_tokens (read special tokens as text) is fastprep's encode_special_tokens
     assert fp(text, split_special_tokens=True)["input_ids"] == ref(text, split_special_tokens=True)["input_ids"]
+    specials = "a [SEP] b [CLS] <extra>"
+    split = fp(specials, split_special_tokens=True)["input_ids"]
+    assert split == ref(specials, split_special_tokens=True)["input_ids"] != fp(specials)["input_ids"]
+    assert (
+        fp([specials, text], split_special_tokens=True)["input_ids"]
+        == ref([specials, text], split_special_tokens=True)["input_ids"]
+    )
+    assert fp(specials)["input_ids"] == ref(specials)["input_ids"]
     assert hf.unpatch(fp)._tokenizer is fp._tokenizer and not isinstance(fp._tokenizer, hf.FastprepBackend)
 
 

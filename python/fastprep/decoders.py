@@ -25,7 +25,7 @@ __all__ = ["DecodeStream"]
 class DecodeStream:
     """Incremental decoder with the same windowing as HF tokenizers' ``DecodeStream``."""
 
-    __slots__ = ("_ids", "_prefix", "_prefix_index", "skip_special_tokens")
+    __slots__ = ("__weakref__", "_ids", "_prefix", "_prefix_index", "skip_special_tokens")
 
     def __init__(self, ids: Sequence[int] | None = None, skip_special_tokens: bool = False) -> None:
         self.skip_special_tokens = skip_special_tokens

@@ -16,8 +16,9 @@ give what transformers gives, from the same files.
 >>> tok(["a text", "another"], padding=True, return_tensors="np")   # doctest: +SKIP
 
 A tokenizer.json that fastprep does not support raises ``UnsupportedTokenizerError`` in
-``patch``: fastprep refuses rather than tokenize differently. With ``split_special_tokens=True``
-(special tokens read as text, which fastprep does not do) calls go to ``tokenizers`` itself.
+``patch``: fastprep refuses rather than tokenize differently. ``split_special_tokens=True``
+(special tokens read as text: ``encode_special_tokens`` on the backend) is carried over to
+fastprep before each call.
 """
 
 from __future__ import annotations
@@ -64,25 +65,26 @@ class FastprepBackend:
         """The ``tokenizers.Tokenizer`` this backend stands in for."""
         return self._hf
 
-    def _split_specials(self) -> bool:
-        return bool(getattr(self._hf, "encode_special_tokens", False))
+    def _sync_specials(self) -> None:
+        """transformers sets ``encode_special_tokens`` on the original around a call with
+        ``split_special_tokens``; fastprep follows it (a change rebuilds fastprep's copy of the
+        settings, so it is only made when the value differs)."""
+        want = bool(getattr(self._hf, "encode_special_tokens", False))
+        if self._fp.encode_special_tokens != want:
+            self._fp.encode_special_tokens = want
 
     # -- encoding ----------------------------------------------------------------------------
     def encode(
         self, sequence: Any, pair: Any = None, is_pretokenized: bool = False, add_special_tokens: bool = True
     ) -> Any:
-        if self._split_specials():
-            return self._hf.encode(
-                sequence, pair, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens
-            )
+        self._sync_specials()
         # transformers reads every attribute of what it gets: build them all up front.
         return self._fp.encode(
             sequence, pair, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens, lazy=False
         )
 
     def encode_batch(self, inputs: Any, is_pretokenized: bool = False, add_special_tokens: bool = True) -> Any:
-        if self._split_specials():
-            return self._hf.encode_batch(inputs, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens)
+        self._sync_specials()
         return self._fp.encode_batch(
             inputs, is_pretokenized=is_pretokenized, add_special_tokens=add_special_tokens, lazy=False
         )

@@ -12,31 +12,27 @@ byte-level BPE on the GPT-2 or cl100k split pattern), cut into parts where a pie
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import os
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from . import _core
+from . import _components, _core
 from ._core import Encoding
+from .added_token import AddedToken, _added
 
 __all__ = ["AddedToken", "Encoding", "Tokenizer"]
 
 
-@dataclass(frozen=True)
-class AddedToken:
-    """A token cut out of the input before the model sees it (as ``tokenizers.AddedToken``)."""
+def _unpickle(cls: type[Tokenizer], json: str) -> Tokenizer:
+    return cls.from_str(json)
 
-    content: str
-    single_word: bool = False
-    lstrip: bool = False
-    rstrip: bool = False
-    normalized: bool = True
-    special: bool = False
 
-    def _tuple(self) -> tuple[str, bool, bool, bool, bool, bool]:
-        return (self.content, self.single_word, self.lstrip, self.rstrip, self.normalized, self.special)
+async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    """Runs ``fn(*args)`` on the event loop's default executor (the core releases the GIL)."""
+    return await asyncio.get_running_loop().run_in_executor(None, functools.partial(fn, *args))
 
 
 def _hf_cache_dirs() -> list[Path]:
@@ -49,12 +45,24 @@ def _hf_cache_dirs() -> list[Path]:
 
 
 class Tokenizer:
-    """A tokenizer loaded from a HF ``tokenizer.json``; thread-safe, fork-safe."""
+    """A tokenizer loaded from a HF ``tokenizer.json``; thread-safe, fork-safe, picklable.
 
-    # `__dict__` holds the per-instance shortcut set in `__init__`.
-    __slots__ = ("__dict__", "_core")
+    ``Tokenizer(model)`` with a ``tokenizers.models`` object (``BPE``, ``WordPiece``...) starts a
+    pipeline as ``tokenizers.Tokenizer(model)`` does (needs ``tokenizers``); the other ways in are
+    ``from_file``, ``from_str``, ``from_pretrained``, ``from_sentencepiece`` and ``from_tiktoken``.
+    Pickling (and ``copy.copy``/``copy.deepcopy``) carries the tokenizer.json with the current
+    padding, truncation and added tokens, not the caches, so it is as small as that file.
+    """
 
-    def __init__(self, core: _core.Tokenizer) -> None:
+    # `__dict__` holds the per-instance shortcut set in `_set_core`.
+    __slots__ = ("__dict__", "__weakref__", "_core")
+
+    def __init__(self, model: Any) -> None:
+        if not isinstance(model, _core.Tokenizer):
+            model = _core.Tokenizer.from_str(_components.tokenizer_json(model))
+        self._set_core(model)
+
+    def _set_core(self, core: _core.Tokenizer) -> None:
         self._core = core
         if type(self) is Tokenizer:
             # `tok.encode(...)` goes straight to the Rust method (same parameters and defaults
@@ -62,11 +70,28 @@ class Tokenizer:
             # call. Subclasses keep their own `encode`.
             self.encode = core.encode  # type: ignore[method-assign]
 
+    # -- pickling and copies ------------------------------------------------------------------
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The tokenizer.json (with padding, truncation and added tokens) is the whole state; a
+        # copy gets its own core, so settings changed on it leave the original alone.
+        return (_unpickle, (type(self), self.to_str()))
+
+    def __copy__(self) -> Tokenizer:
+        return _unpickle(type(self), self.to_str())
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Tokenizer:
+        return _unpickle(type(self), self.to_str())
+
     # -- loading -----------------------------------------------------------------------------
     @classmethod
     def from_str(cls, json: str) -> Tokenizer:
         """Load from the text of a tokenizer.json."""
         return cls(_core.Tokenizer.from_str(json))
+
+    @classmethod
+    def from_buffer(cls, buffer: bytes) -> Tokenizer:
+        """Load from the bytes of a tokenizer.json."""
+        return cls.from_str(bytes(buffer).decode("utf-8"))
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> Tokenizer:
@@ -85,10 +110,12 @@ class Tokenizer:
         return cls(_core.Tokenizer.from_sentencepiece(Path(path).read_bytes()))
 
     @classmethod
-    def from_pretrained(cls, identifier: str | os.PathLike[str], *, revision: str | None = None) -> Tokenizer:
+    def from_pretrained(
+        cls, identifier: str | os.PathLike[str], revision: str | None = None, token: str | None = None
+    ) -> Tokenizer:
         """Load from a local directory holding tokenizer.json, or a model already in the local HF
-        cache (``org/name``). Never downloads: a missing model raises FileNotFoundError saying how
-        to get it."""
+        cache (``org/name``). Never downloads (so ``token`` is unused): a missing model raises
+        FileNotFoundError saying how to get it."""
         path = Path(identifier)
         if path.is_dir():
             if (path / "tokenizer.json").is_file():
@@ -194,6 +221,55 @@ class Tokenizer:
             input = list(input)
         return self._core.encode_batch(input, is_pretokenized, add_special_tokens, num_threads, True, lazy)
 
+    def encode_batch_fast(
+        self,
+        input: Iterable[Any],
+        is_pretokenized: bool = False,
+        add_special_tokens: bool = True,
+        *,
+        num_threads: int | None = None,
+    ) -> list[Encoding]:
+        """``encode_batch`` without offsets (all ``(0, 0)``), as ``tokenizers``' ``encode_batch_fast``:
+        for callers that only read ids, tokens and masks."""
+        if not isinstance(input, (list, tuple)):
+            input = list(input)
+        return self._core.encode_batch(input, is_pretokenized, add_special_tokens, num_threads, False, True)
+
+    async def async_encode(
+        self,
+        sequence: str | Sequence[str],
+        pair: str | Sequence[str] | None = None,
+        is_pretokenized: bool = False,
+        add_special_tokens: bool = True,
+    ) -> Encoding:
+        """``encode`` on the event loop's executor (the GIL is released while it runs)."""
+        return await _in_thread(self._core.encode, sequence, pair, is_pretokenized, add_special_tokens)  # type: ignore[no-any-return]
+
+    async def async_encode_batch(
+        self, input: Iterable[Any], is_pretokenized: bool = False, add_special_tokens: bool = True
+    ) -> list[Encoding]:
+        """``encode_batch`` on the event loop's executor."""
+        return await _in_thread(self.encode_batch, input, is_pretokenized, add_special_tokens)  # type: ignore[no-any-return]
+
+    async def async_encode_batch_fast(
+        self, input: Iterable[Any], is_pretokenized: bool = False, add_special_tokens: bool = True
+    ) -> list[Encoding]:
+        """``encode_batch_fast`` on the event loop's executor."""
+        return await _in_thread(self.encode_batch_fast, input, is_pretokenized, add_special_tokens)  # type: ignore[no-any-return]
+
+    async def async_decode_batch(
+        self, sequences: Sequence[Sequence[int]], skip_special_tokens: bool = True
+    ) -> list[str]:
+        """``decode_batch`` on the event loop's executor."""
+        return await _in_thread(self.decode_batch, sequences, skip_special_tokens)  # type: ignore[no-any-return]
+
+    def post_process(
+        self, encoding: Encoding, pair: Encoding | None = None, add_special_tokens: bool = True
+    ) -> Encoding:
+        """Truncate, post-process and pad ``encoding`` (and ``pair``) with this tokenizer's
+        settings, as ``tokenizers.Tokenizer.post_process``."""
+        return self._core.post_process(encoding, pair, add_special_tokens)
+
     def encode_batch_arrays(
         self,
         texts: Sequence[str],
@@ -280,13 +356,22 @@ class Tokenizer:
     def get_vocab_size(self, with_added_tokens: bool = True) -> int:
         return int(self._core.get_vocab_size(with_added_tokens))
 
-    def add_tokens(self, tokens: Sequence[str | AddedToken]) -> int:
-        """Add tokens (str: normalized, not special); returns how many were new."""
+    def add_tokens(self, tokens: Sequence[Any]) -> int:
+        """Add tokens: str (normalized, not special), or AddedToken of fastprep or tokenizers;
+        returns how many were new."""
         return int(self._core.add_tokens([_added(t, special=False) for t in tokens]))
 
-    def add_special_tokens(self, tokens: Sequence[str | AddedToken]) -> int:
-        """Add special tokens (str: special, not normalized); returns how many were new."""
+    def add_special_tokens(self, tokens: Sequence[Any]) -> int:
+        """Add special tokens: str (special, not normalized), or AddedToken (marked special in
+        place; unnormalized unless it says otherwise), as tokenizers; returns how many were new."""
         return int(self._core.add_tokens([_added(t, special=True) for t in tokens]))
+
+    def get_added_tokens_decoder(self) -> dict[int, AddedToken]:
+        """The added tokens by id, as ``tokenizers``' ``get_added_tokens_decoder``."""
+        return {
+            i: AddedToken(c, single_word=sw, lstrip=ls, rstrip=rs, normalized=n, special=sp)
+            for i, c, sw, ls, rs, n, sp in self._core.added_tokens()
+        }
 
     def num_special_tokens_to_add(self, is_pair: bool) -> int:
         return int(self._core.num_special_tokens_to_add(is_pair))
@@ -294,7 +379,6 @@ class Tokenizer:
     # -- padding and truncation --------------------------------------------------------------
     def enable_padding(
         self,
-        *,
         direction: str = "right",
         pad_id: int = 0,
         pad_type_id: int = 0,
@@ -312,7 +396,7 @@ class Tokenizer:
         return self._core.padding
 
     def enable_truncation(
-        self, max_length: int, *, stride: int = 0, strategy: str = "longest_first", direction: str = "right"
+        self, max_length: int, stride: int = 0, strategy: str = "longest_first", direction: str = "right"
     ) -> None:
         self._core.enable_truncation(max_length, stride, strategy, direction)
 
@@ -323,13 +407,60 @@ class Tokenizer:
     def truncation(self) -> dict[str, Any] | None:
         return self._core.truncation
 
+    @property
+    def encode_special_tokens(self) -> bool:
+        """When True, special tokens in the input are not cut out but encoded as text (as
+        tokenizers' ``encode_special_tokens``; like there, not saved in the tokenizer.json)."""
+        return bool(self._core.encode_special_tokens)
+
+    @encode_special_tokens.setter
+    def encode_special_tokens(self, value: bool) -> None:
+        self._core.encode_special_tokens = bool(value)
+
+    # -- components (tokenizers' objects; see fastprep._components) -----------------------------
+    def _get_part(self, kind: str) -> Any:
+        return _components.get_component(self.to_str(), kind)
+
+    def _set_part(self, kind: str, value: Any) -> None:
+        self._set_core(_core.Tokenizer.from_str(_components.with_component(self.to_str(), kind, value)))
+
+    normalizer = property(
+        lambda self: self._get_part("normalizer"),
+        lambda self, v: self._set_part("normalizer", v),
+        doc="The normalizer as a ``tokenizers.normalizers`` object (a new one per read), or None.",
+    )
+    pre_tokenizer = property(
+        lambda self: self._get_part("pre_tokenizer"),
+        lambda self, v: self._set_part("pre_tokenizer", v),
+        doc="The pre-tokenizer as a ``tokenizers.pre_tokenizers`` object (a new one per read), or None.",
+    )
+    model = property(
+        lambda self: self._get_part("model"),
+        lambda self, v: self._set_part("model", v),
+        doc="The model as a ``tokenizers.models`` object (a new one per read).",
+    )
+    post_processor = property(
+        lambda self: self._get_part("post_processor"),
+        lambda self, v: self._set_part("post_processor", v),
+        doc="The post-processor as a ``tokenizers.processors`` object (a new one per read), or None.",
+    )
+    decoder = property(
+        lambda self: self._get_part("decoder"),
+        lambda self, v: self._set_part("decoder", v),
+        doc="The decoder as a ``tokenizers.decoders`` object (a new one per read), or None.",
+    )
+
+    # -- training (delegated to tokenizers' trainers) -----------------------------------------
+    def train(self, files: Sequence[str], trainer: Any = None) -> None:
+        """Train the model on ``files`` with ``tokenizers``' trainer (needs ``tokenizers``); the
+        trained tokenizer.json is then loaded into fastprep's core."""
+        doc = _components.train(self.to_str(), lambda hf: hf.train(list(files), trainer))
+        self._set_core(_core.Tokenizer.from_str(doc))
+
+    def train_from_iterator(self, iterator: Iterable[Any], trainer: Any = None, length: int | None = None) -> None:
+        """As ``train``, from an iterator of texts (or of batches of texts)."""
+        doc = _components.train(self.to_str(), lambda hf: hf.train_from_iterator(iterator, trainer, length))
+        self._set_core(_core.Tokenizer.from_str(doc))
+
     def __repr__(self) -> str:
         return f"fastprep.Tokenizer(vocab_size={self.get_vocab_size()})"
-
-
-def _added(t: str | AddedToken, special: bool) -> tuple[str, bool, bool, bool, bool, bool]:
-    if isinstance(t, AddedToken):
-        return t._tuple() if not special else AddedToken(**{**t.__dict__, "special": True})._tuple()
-    if not isinstance(t, str):
-        raise TypeError(f"tokens must be str or AddedToken, got {type(t).__name__}")
-    return AddedToken(t, normalized=not special, special=special)._tuple()

@@ -53,42 +53,90 @@ impl Owned {
         }
     }
 
-    /// `what` names the argument in errors (only formatted when one is raised).
+    /// `what` names the argument in errors (only formatted when one is raised). The messages
+    /// start as tokenizers' do (its tests match them).
     fn extract(
         obj: &Bound<'_, PyAny>,
         pretokenized: bool,
         what: &dyn std::fmt::Display,
     ) -> PyResult<Self> {
         if pretokenized {
-            if obj.is_instance_of::<PyString>() {
-                return Err(PyTypeError::new_err(format!(
-                    "{what} must be a list of words when is_pretokenized=True, got a str"
-                )));
-            }
-            obj.extract::<Vec<String>>().map(Self::Words).map_err(|_| {
+            return pretokenized_words(obj)?.map(Self::Words).ok_or_else(|| {
                 PyTypeError::new_err(format!(
-                    "{what} must be a list of str when is_pretokenized=True"
+                    "PreTokenizedInputSequence must be Union[List[str], Tuple[str]] ({what} is {} \
+                     while is_pretokenized=True: pass a list of words)",
+                    type_name(obj)
                 ))
-            })
-        } else {
-            let text = obj.cast::<PyString>().map(PyText::new);
-            text.map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "{what} must be a str, got {}; for pre-split words pass is_pretokenized=True",
-                    obj.get_type()
-                        .name()
-                        .map_or_else(|_| "?".into(), |n| n.to_string())
-                ))
-            })?
-            .map(Self::Text)
-            // A str that is not text holds lone surrogates (e.g. from surrogateescape).
-            .map_err(|_| {
-                PyTypeError::new_err(format!(
-                    "{what} holds lone surrogates, which are not text; encode it with \
-                     errors='replace' (or fix its source) first"
-                ))
-            })
+            });
         }
+        let text = obj.cast::<PyString>().map(PyText::new);
+        text.map_err(|_| {
+            PyTypeError::new_err(format!(
+                "TextInputSequence must be str ({what} is {}; for pre-split words pass \
+                 is_pretokenized=True)",
+                type_name(obj)
+            ))
+        })?
+        .map(Self::Text)
+        // A str that is not text holds lone surrogates (e.g. from surrogateescape).
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "{what} holds lone surrogates, which are not text; encode it with \
+                 errors='replace' (or fix its source) first"
+            ))
+        })
+    }
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type()
+        .name()
+        .map_or_else(|_| "?".into(), |n| n.to_string())
+}
+
+/// The words of a pre-tokenized sequence as tokenizers accepts one (a list or tuple of str, or a
+/// 1-D numpy array of str or of objects that are str), or None when `obj` is none of these.
+fn pretokenized_words(obj: &Bound<'_, PyAny>) -> PyResult<Option<Vec<String>>> {
+    if obj.is_instance_of::<PyList>() || obj.is_instance_of::<PyTuple>() {
+        return Ok(obj.extract::<Vec<String>>().ok());
+    }
+    if obj.is_instance_of::<PyString>() || !obj.hasattr("dtype")? || !obj.hasattr("tobytes")? {
+        return Ok(None);
+    }
+    // A numpy array.
+    let dtype = obj.getattr("dtype")?;
+    let kind: String = dtype.getattr("kind")?.extract()?;
+    let ndim: usize = obj.getattr("ndim")?.extract()?;
+    if ndim != 1 {
+        return Ok(None);
+    }
+    match kind.as_str() {
+        "U" => {
+            let flags = obj.getattr("flags")?;
+            let contiguous = flags.getattr("c_contiguous")?.is_truthy()?
+                || flags.getattr("f_contiguous")?.is_truthy()?;
+            if !contiguous {
+                return Ok(None);
+            }
+            // tokenizers reads a `<U` array's buffer, UCS-4 code units padded with NULs to the
+            // item size, as UTF-8 (bindings/python/src/tokenizer.rs, `PyArrayUnicode`): an ASCII
+            // word "ab" in a `<U3` array becomes "a\0\0\0b\0\0\0\0\0\0\0", which shifts offsets,
+            // and an array with a char in 0x80..=0xFF is refused. fastprep matches it (the words
+            // and so the offsets are the same); a list of str has none of this.
+            let size: usize = dtype.getattr("itemsize")?.extract()?;
+            let raw = obj.call_method0("tobytes")?;
+            let raw = raw.cast::<PyBytes>()?.as_bytes();
+            if size == 0 {
+                return Ok(Some(vec![String::new(); obj.len()?]));
+            }
+            Ok(raw
+                .chunks(size)
+                .map(|c| std::str::from_utf8(c).map(str::to_owned))
+                .collect::<Result<Vec<_>, _>>()
+                .ok())
+        }
+        "O" => Ok(obj.extract::<Vec<String>>().ok()),
+        _ => Ok(None),
     }
 }
 
@@ -595,6 +643,29 @@ impl PyTokenizer {
         Ok((ids, mask, offsets, rows, width))
     }
 
+    /// Truncates, post-processes and pads `encoding` (and `pair`) with this tokenizer's
+    /// settings, as `tokenizers.Tokenizer.post_process`.
+    #[pyo3(signature = (encoding, pair = None, add_special_tokens = true))]
+    fn post_process(
+        &self,
+        py: Python<'_>,
+        encoding: PyRef<'_, PyEncoding>,
+        pair: Option<PyRef<'_, PyEncoding>>,
+        add_special_tokens: bool,
+    ) -> PyResult<PyEncoding> {
+        let (tok, padding, truncation) = self.snapshot();
+        let a = encoding.resolved()?;
+        let b = pair.map(|p| p.resolved()).transpose()?;
+        let opts = EncodeOptions {
+            add_special_tokens,
+            offsets: Offsets::Char,
+            truncation: truncation.as_deref(),
+            padding: padding.as_deref(),
+        };
+        let out = py.detach(|| tok.post_process(a, b, &opts))?;
+        Ok(PyEncoding::standalone(out))
+    }
+
     #[pyo3(signature = (ids, skip_special_tokens = true))]
     fn decode(&self, py: Python<'_>, ids: Vec<u32>, skip_special_tokens: bool) -> String {
         let tok = self.core();
@@ -783,6 +854,21 @@ impl PyTokenizer {
         Ok(())
     }
 
+    /// HF's `encode_special_tokens`: when true, special tokens in the input are not cut out.
+    #[getter]
+    fn encode_special_tokens(&self) -> bool {
+        self.core().added.encode_special_tokens
+    }
+
+    #[setter]
+    fn set_encode_special_tokens(&self, value: bool) {
+        self.update(|state| {
+            let mut tok = (*state.core).clone();
+            tok.added.encode_special_tokens = value;
+            state.core = Arc::new(tok);
+        });
+    }
+
     fn no_truncation(&self) {
         self.update(|state| state.truncation = None);
     }
@@ -879,6 +965,10 @@ fn texts_of(texts: &Bound<'_, PyAny>, call: &str) -> PyResult<Vec<PyText>> {
     Ok(out)
 }
 
+/// The inputs of `encode_batch`, read as tokenizers reads them (`TextEncodeInput`,
+/// `PreTokenizedEncodeInput`): a text is a str, a pair any 2-item sequence of str (a tuple, a
+/// list, a numpy row); a pre-tokenized sequence is a list, tuple or 1-D numpy array of str (so a
+/// tuple of two str is one sequence of two words), a pre-tokenized pair a 2-item sequence of those.
 fn extract_batch(
     inputs: &Bound<'_, PyAny>,
     pretokenized: bool,
@@ -888,38 +978,60 @@ fn extract_batch(
             "encode_batch() takes a list of inputs; for one text call encode()",
         ));
     }
-    let mut out = Vec::new();
+    let mut out = Vec::with_capacity(inputs.len().unwrap_or(0));
     for (i, item) in inputs.try_iter()?.enumerate() {
         let item = item?;
         let what = InputIndex(i);
-        // A pair is a tuple (or, for plain text, a 2-list of str).
-        let pair: Option<(Bound<'_, PyAny>, Bound<'_, PyAny>)> =
-            if let Ok(t) = item.cast::<PyTuple>() {
-                if t.len() == 2 {
-                    Some((t.get_item(0)?, t.get_item(1)?))
-                } else {
-                    return Err(PyValueError::new_err(format!(
-                        "{what}: a pair must have 2 items, got {}",
-                        t.len()
-                    )));
-                }
-            } else if !pretokenized {
-                match item.cast::<PyList>() {
-                    Ok(l) if l.len() == 2 => Some((l.get_item(0)?, l.get_item(1)?)),
-                    _ => None,
-                }
+        if pretokenized {
+            if let Some(words) = pretokenized_words(&item)? {
+                out.push((Owned::Words(words), None));
+                continue;
+            }
+        } else if let Ok(s) = item.cast::<PyString>() {
+            out.push((Owned::Text(text_of(s, &what)?), None));
+            continue;
+        }
+        let two = if item.is_instance_of::<PyString>() {
+            None
+        } else if let Ok(t) = item.cast::<PyTuple>() {
+            (t.len() == 2).then(|| (t.get_item(0), t.get_item(1)))
+        } else if let Ok(l) = item.cast::<PyList>() {
+            (l.len() == 2).then(|| (l.get_item(0), l.get_item(1)))
+        } else if item.hasattr("__len__")? && item.hasattr("__getitem__")? {
+            (item.len()? == 2).then(|| (item.get_item(0), item.get_item(1)))
+        } else {
+            None
+        };
+        let Some((a, b)) = two else {
+            return Err(PyTypeError::new_err(if pretokenized {
+                format!(
+                    "PreTokenizedEncodeInput must be Union[PreTokenizedInputSequence, \
+                     Tuple[PreTokenizedInputSequence, PreTokenizedInputSequence]] ({what} is {})",
+                    type_name(&item)
+                )
             } else {
-                None
-            };
-        out.push(match pair {
-            Some((a, b)) => (
-                Owned::extract(&a, pretokenized, &what)?,
-                Some(Owned::extract(&b, pretokenized, &what)?),
-            ),
-            None => (Owned::extract(&item, pretokenized, &what)?, None),
-        });
+                format!(
+                    "TextEncodeInput must be Union[TextInputSequence, Tuple[InputSequence, \
+                     InputSequence]] ({what} is {})",
+                    type_name(&item)
+                )
+            }));
+        };
+        out.push((
+            Owned::extract(&a?, pretokenized, &what)?,
+            Some(Owned::extract(&b?, pretokenized, &what)?),
+        ));
     }
     Ok(out)
+}
+
+fn text_of(s: &Bound<'_, PyString>, what: &dyn std::fmt::Display) -> PyResult<PyText> {
+    PyText::new(s).map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} holds lone surrogates, which are not text; encode it with \
+             errors='replace' (or fix its source) first"
+        ))
+    })
 }
 
 impl From<TokenizeError> for PyErr {

@@ -29,6 +29,9 @@ pub struct AddedVocab {
     /// Normalized forms that differ from the content (HF decodes these, see `decode_str`).
     normalized_forms: FxHashMap<u32, String>,
     special_contents: rustc_hash::FxHashSet<String>,
+    /// HF's `encode_special_tokens`: special tokens are not cut out, their text goes to the
+    /// model like any other (non-special added tokens still are).
+    pub encode_special_tokens: bool,
 }
 
 /// A matcher of added tokens: the automaton, the id of each of its patterns, and the patterns'
@@ -200,6 +203,10 @@ impl AddedVocab {
             let (mut start, mut stop) = (m.start(), m.end());
             let id = matcher.ids[m.pattern().as_usize()];
             let token = self.get(id).expect("matcher ids are added tokens");
+            // As HF: the match is skipped, not replaced by a shorter or later one.
+            if self.encode_special_tokens && self.special_contents.contains(&token.content) {
+                continue;
+            }
             if token.single_word {
                 let start_space = start == 0 || !ENDS_WITH_WORD.is_match(&sentence[..start]);
                 let stop_space =
@@ -255,6 +262,29 @@ mod tests {
 
     /// Found with one to three distinct first bytes (the `memchr` pre-check) and with more (the
     /// automaton alone); text without any first byte is one split.
+    fn token(id: u32, content: &str, special: bool) -> AddedToken {
+        AddedToken {
+            id,
+            content: content.into(),
+            single_word: false,
+            lstrip: false,
+            rstrip: false,
+            normalized: false,
+            special,
+        }
+    }
+
+    #[test]
+    fn encode_special_tokens_leaves_special_text_to_the_model() {
+        let mut v = AddedVocab::new(vec![token(7, "<s>", true), token(8, "<t>", false)], None);
+        let ids = |v: &AddedVocab| -> Vec<Option<u32>> {
+            v.find("a<s>b<t>", false).iter().map(|s| s.0).collect()
+        };
+        assert_eq!(ids(&v), vec![None, Some(7), None, Some(8)]);
+        v.encode_special_tokens = true;
+        assert_eq!(ids(&v), vec![None, Some(8)]);
+    }
+
     #[test]
     fn first_byte_check_finds_every_token() {
         for contents in [

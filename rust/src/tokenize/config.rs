@@ -192,6 +192,7 @@ pub fn normalizer(v: &Value, path: &str) -> R<Option<Normalizer>> {
             ))
         }
         "Nmt" => Normalizer::Nmt,
+        "ByteLevel" => Normalizer::ByteLevel,
         "Sequence" => Normalizer::Sequence(items(m, "normalizers", path, normalizer)?),
         other => {
             return Err(TokenizeError::unsupported(
@@ -209,6 +210,18 @@ pub fn pre_tokenizer(v: &Value, path: &str) -> R<Option<PreTokenizer>> {
     let m = obj(v, path)?;
     let t = type_of(m, path)?;
     Ok(Some(match t {
+        "FixedLength" => {
+            let n = m
+                .get("length")
+                .map_or(Ok(5), |_| uint_at(m, "length", path))?;
+            if n == 0 {
+                return Err(TokenizeError::invalid(
+                    format!("{path}.length"),
+                    "must be at least 1",
+                ));
+            }
+            PreTokenizer::FixedLength(n as usize)
+        }
         "ByteLevel" => PreTokenizer::ByteLevel {
             add_prefix_space: bool_or(m, "add_prefix_space", true),
             use_regex: bool_or(m, "use_regex", true),
@@ -429,6 +442,9 @@ pub fn decoder(v: &Value, path: &str) -> R<Option<Decoder>> {
             cleanup: bool_or(m, "cleanup", true),
         },
         "ByteFallback" => Decoder::ByteFallback,
+        "BPEDecoder" => Decoder::Bpe {
+            suffix: opt_str(m, "suffix").unwrap_or_else(|| "</w>".into()),
+        },
         "Metaspace" => {
             let (replacement, prepend, _) = metaspace(m, path)?;
             Decoder::Metaspace {

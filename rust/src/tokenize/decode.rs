@@ -33,6 +33,11 @@ pub enum Decoder {
         word_delimiter_token: String,
         cleanup: bool,
     },
+    /// The end-of-word suffix of a BPE without a pre-tokenizer's markers (e.g. "</w>") back to
+    /// a space, or to nothing on the last token (HF's `BPEDecoder`).
+    Bpe {
+        suffix: String,
+    },
     Sequence(Vec<Decoder>),
 }
 
@@ -93,6 +98,14 @@ impl Decoder {
                 })
                 .collect(),
             Self::Fuse => vec![tokens.concat()],
+            Self::Bpe { suffix } => {
+                let last = tokens.len().saturating_sub(1);
+                tokens
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, t)| t.replace(suffix.as_str(), if i == last { "" } else { " " }))
+                    .collect()
+            }
             Self::ByteFallback => byte_fallback(tokens),
             Self::WordPiece { prefix, cleanup } => tokens
                 .into_iter()
@@ -224,6 +237,18 @@ mod tests {
             "€a"
         );
         assert_eq!(f.decode(vec!["<0xE2>".into(), "b".into()]), "\u{FFFD}b");
+    }
+
+    #[test]
+    fn bpe_suffix_becomes_space_but_not_at_the_end() {
+        let d = Decoder::Bpe {
+            suffix: "</w>".into(),
+        };
+        let toks = ["My</w>", "na", "me</w>", "is</w>"]
+            .map(String::from)
+            .to_vec();
+        assert_eq!(d.decode(toks), "My name is");
+        assert_eq!(d.decode(vec![]), "");
     }
 
     #[test]

@@ -721,7 +721,8 @@ impl Tokenizer {
         self.post_process(enc, pair, opts)
     }
 
-    fn post_process(
+    /// Truncates, post-processes and pads encoded sequences (HF's `post_process`).
+    pub fn post_process(
         &self,
         enc: Encoding,
         pair: Option<Encoding>,

@@ -128,6 +128,9 @@ pub enum Normalizer {
     Precompiled(std::sync::Arc<super::precompiled::Precompiled>),
     /// Models loaded from a `.model` file (see `spm_normalize`).
     SentencePiece(std::sync::Arc<super::spm_normalize::SentencePieceNormalizer>),
+    /// Each byte of the UTF-8 text as its byte-level char (GPT-2's table); the chars of a
+    /// multi-byte char after the first count as added (HF's `normalizers::ByteLevel`).
+    ByteLevel,
     Sequence(Vec<Normalizer>),
 }
 
@@ -165,6 +168,16 @@ impl Normalizer {
             Self::Nmt => super::bert::nmt(n),
             Self::Precompiled(p) => p.apply(n),
             Self::SentencePiece(p) => p.apply(n),
+            Self::ByteLevel => (!n.text.is_empty()).then(|| {
+                let table = &*super::bytelevel::BYTE_CHAR;
+                let dest = n.text.char_indices().flat_map(|(i, c)| {
+                    n.text.as_bytes()[i..i + c.len_utf8()]
+                        .iter()
+                        .enumerate()
+                        .map(|(k, &b)| (table[usize::from(b)], isize::from(k > 0)))
+                });
+                n.transform(dest.collect::<Vec<_>>(), 0)
+            }),
             Self::Sequence(items) => {
                 let mut cur: Option<Normalized> = None;
                 for item in items {
@@ -289,6 +302,21 @@ mod tests {
         assert_eq!(out.align[0], (0, 3));
         assert_eq!(out.align[1], (0, 3));
         assert_eq!(out.align[2], (3, 5));
+    }
+
+    #[test]
+    fn byte_level_maps_every_byte() {
+        // HF's own example (normalizers/byte_level.rs).
+        let n = Normalizer::ByteLevel
+            .apply(&Normalized::identity("Hello 我今天能为你做什么"))
+            .unwrap();
+        assert_eq!(n.text, "HelloĠæĪĳä»Ĭå¤©èĥ½ä¸ºä½łåģļä»Ģä¹Ī");
+        // The three chars of "我" all map back to it.
+        let i = "HelloĠ".len();
+        assert!(n.align[i..i + "æĪĳ".len()].iter().all(|&a| a == (6, 9)));
+        assert!(Normalizer::ByteLevel
+            .apply(&Normalized::identity(""))
+            .is_none());
     }
 
     #[test]

@@ -47,6 +47,8 @@ pub enum PreTokenizer {
         prepend: PrependScheme,
         split: bool,
     },
+    /// Pieces of `n` chars (the last one shorter), HF's `FixedLength`.
+    FixedLength(usize),
     Sequence(Vec<PreTokenizer>),
 }
 
@@ -362,6 +364,8 @@ impl PreTokenizer {
     }
 
     /// Splits every piece in `pieces` (in place).
+    // One arm per pre-tokenizer kind: long because the kinds are many, not because an arm is.
+    #[allow(clippy::too_many_lines)]
     pub fn run(&self, sources: &mut Sources<'_>, pieces: &mut Vec<Piece>) {
         match self {
             Self::Sequence(items) => {
@@ -462,8 +466,26 @@ impl PreTokenizer {
                 prepend,
                 split,
             } => metaspace(sources, pieces, *replacement, *prepend, *split),
+            Self::FixedLength(n) => fixed_length_pieces(sources, pieces, *n),
         }
     }
+}
+
+fn fixed_length_pieces(sources: &Sources<'_>, pieces: &mut Vec<Piece>, n: usize) {
+    split_pieces(sources, pieces, |t| fixed_length(t, n), Behavior::Isolated);
+}
+
+/// Chunks of `n` chars of `t`, each a match (HF's `FixedLength`).
+fn fixed_length(t: &str, n: usize) -> Slices {
+    let starts: Vec<usize> = t.char_indices().map(|(i, _)| i).collect();
+    starts
+        .chunks(n)
+        .enumerate()
+        .map(|(k, c)| {
+            let end = starts.get((k + 1) * n).copied().unwrap_or(t.len());
+            ((c[0], end), true)
+        })
+        .collect()
 }
 
 /// HF's Metaspace on every piece: spaces replaced, the prefix added, then the optional split
@@ -591,6 +613,14 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    #[test]
+    fn fixed_length_cuts_every_n_chars() {
+        let got = run(&PreTokenizer::FixedLength(2), "héllo");
+        let want = [("hé", (0, 3)), ("ll", (3, 5)), ("o", (5, 6))];
+        assert_eq!(got, want.map(|(t, o)| (t.to_owned(), o)).to_vec());
+        assert!(run(&PreTokenizer::FixedLength(3), "").is_empty());
     }
 
     #[test]

@@ -10,6 +10,8 @@
 //! - on the way back, runs of unknown tokens are fused into one string, which is then looked up
 //!   in the vocabulary again, byte-fallen-back (`<0xAB>` tokens, all spanning the whole run, as HF
 //!   gives them) or made the unk id.
+/// The error of a char outside the vocabulary when the model has no unk token (HF's text).
+const UNK_MISSING: &str = "Encountered an unknown token but `unk_id` is missing";
 use super::bpe::{ModelId, Scratch};
 use crate::error::TokenizeError;
 use rustc_hash::FxHashMap;
@@ -299,10 +301,8 @@ impl Unigram {
             });
             if !single {
                 let Some(unk) = self.unk_id else {
-                    return Err(TokenizeError::Encode(
-                        "Unigram: a char is not in the vocabulary and the model has no unk_id"
-                            .into(),
-                    ));
+                    // HF's message, word for word (its tests compare it).
+                    return Err(TokenizeError::Encode(UNK_MISSING.into()));
                 };
                 frontier = frontier.max(at + mblen);
                 let cand = unk_score + here;
@@ -369,9 +369,7 @@ impl Unigram {
                 out.push((u, len | RAW_TEXT));
                 Ok(())
             }
-            None => Err(TokenizeError::Encode(
-                "Unigram: an unknown run and the model has no unk_id".into(),
-            )),
+            None => Err(TokenizeError::Encode(UNK_MISSING.into())),
         }
     }
 }
