@@ -1,0 +1,1 @@
+"""The Ray Data engine: placeholder replaced below."""
