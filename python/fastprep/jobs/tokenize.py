@@ -107,6 +107,11 @@ class TokenizeJob:
             raise JobError("--max-length must be at least 1")
         self.s = s
         self.tok = load_tokenizer(s.tokenizer)
+        # Whole documents: a tokenizer.json's own truncation (e.g. 128 for a sentence encoder)
+        # would silently cut a corpus; --max-length windows instead. Padding has no place in a
+        # flat token stream.
+        self.tok.no_truncation()
+        self.tok.no_padding()
         self.bos = _token_id(self.tok, s.bos, "bos")
         self.eos = _token_id(self.tok, s.eos, "eos")
         vocab = self.tok.get_vocab_size(True)
