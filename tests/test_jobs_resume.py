@@ -77,7 +77,7 @@ def test_tokenize_killed_and_resumed_is_byte_identical(
 
 def test_images_killed_and_resumed_is_byte_identical(tmp_path: Path) -> None:
     tree = tmp_path / "set"
-    for k, cls in enumerate(("cat", "dog")):
+    for cls in ("cat", "dog"):
         (tree / cls).mkdir(parents=True)
         for i, src in enumerate(sorted((DATA / "images").glob("*.jpg")) * 2):
             (tree / cls / f"{i}.jpg").write_bytes(src.read_bytes())

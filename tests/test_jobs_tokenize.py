@@ -95,7 +95,7 @@ def test_strict_stops_at_the_first_bad_record(tmp_path: Path) -> None:
 
 
 def test_parquet_text_and_globs(tmp_path: Path, hf: tokenizers.Tokenizer) -> None:
-    pq.write_table(pa.table({"content": DOCS[:3] + [None]}), tmp_path / "b.parquet")
+    pq.write_table(pa.table({"content": [*DOCS[:3], None]}), tmp_path / "b.parquet")
     (tmp_path / "c.txt").write_text("first line\n\nsecond line\n", encoding="utf-8")
     run_tokenize(
         TokenizeSettings(
@@ -117,7 +117,13 @@ def test_bin_format_with_eos_bos_and_windows(tmp_path: Path, hf: tokenizers.Toke
     src = _jsonl(tmp_path / "a.jsonl", _good_lines())
     run_tokenize(
         TokenizeSettings(
-            [str(src)], str(bert_file()), str(tmp_path / "out"), format="bin", bos="[CLS]", eos="[SEP]", docs_per_shard=3
+            [str(src)],
+            str(bert_file()),
+            str(tmp_path / "out"),
+            format="bin",
+            bos="[CLS]",
+            eos="[SEP]",
+            docs_per_shard=3,
         )
     )
     cls, sep = hf.token_to_id("[CLS]"), hf.token_to_id("[SEP]")
@@ -135,7 +141,12 @@ def test_bin_format_with_eos_bos_and_windows(tmp_path: Path, hf: tokenizers.Toke
         ids = [*hf.encode(d, add_special_tokens=False).ids, sep]
         want += [(i + 1, k, ids[k * 7 : k * 7 + 7]) for k in range(max(1, -(-len(ids) // 7)))]
     got = list(
-        zip(table.column("index").to_pylist(), table.column("window").to_pylist(), table.column("input_ids").to_pylist())
+        zip(
+            table.column("index").to_pylist(),
+            table.column("window").to_pylist(),
+            table.column("input_ids").to_pylist(),
+            strict=True,
+        )
     )
     assert got == want
 
@@ -149,7 +160,7 @@ def test_tiktoken_file_and_rerun_refuses_other_settings(tmp_path: Path) -> None:
     assert _read_rows(tmp_path / "out").column("input_ids").to_pylist() == [
         [*enc.encode_ordinary(d), 100257] for d in DOCS
     ]
-    with pytest.raises(ValueError, match="other settings.*max_length"):
+    with pytest.raises(ValueError, match=r"other settings.*max_length"):
         run_tokenize(TokenizeSettings([str(src)], str(cl100k_file()), str(tmp_path / "out"), max_length=8))
 
 

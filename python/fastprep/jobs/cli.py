@@ -20,7 +20,9 @@ def add_commands(sub: Any) -> None:
     t.add_argument("--out", required=True, help="output directory (re-running resumes it)")
     t.add_argument("--text-field", default="text", help="the JSONL key / Parquet column of the text")
     t.add_argument("--input-format", choices=("jsonl", "parquet", "text"), help="default: from the extension")
-    t.add_argument("--doc-per", choices=("line", "file"), default="line", help="plain text: a document per line or file")
+    t.add_argument(
+        "--doc-per", choices=("line", "file"), default="line", help="plain text: a document per line or file"
+    )
     t.add_argument("--format", choices=("parquet", "bin"), default="parquet", help="Parquet shards or tokens.bin")
     t.add_argument("--dtype", choices=("auto", "uint16", "uint32"), default="auto", help="token width of --format bin")
     t.add_argument("--bos", help="token (text or id) put before each document")
@@ -122,7 +124,9 @@ def _run(args: argparse.Namespace) -> int:
             if args.command == "tokenize"
             else JobStats("images", "images", ("read", "decode", "resize", "crop_normalize", "write"))
         )
-        summary = run_tokenize(settings, stats=stats) if args.command == "tokenize" else run_images(settings, stats=stats)
+        summary = (
+            run_tokenize(settings, stats=stats) if args.command == "tokenize" else run_images(settings, stats=stats)
+        )
         samples = stats.samples
     if not args.quiet:
         print_summary(summary)

@@ -58,7 +58,7 @@ def _image_folder(root: Path) -> list[Item]:
 
 def _file_list(path: Path) -> list[Item]:
     items = []
-    for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for line in path.read_text(encoding="utf-8").splitlines():
         parts = line.strip().rsplit(maxsplit=1)
         if not parts or parts[0].startswith("#"):
             continue
@@ -112,7 +112,7 @@ def read_items(items: Sequence[Item]) -> Iterator[Item]:
                 tar_path, member = it.source.split(".tar:", 1)
                 tf = tars.get(tar_path)
                 if tf is None:
-                    tf = tars[tar_path] = tarfile.open(tar_path + ".tar")
+                    tf = tars[tar_path] = tarfile.open(tar_path + ".tar")  # noqa: SIM115 (closed below)
                 f = tf.extractfile(member)
                 data = f.read() if f else b""
             else:
