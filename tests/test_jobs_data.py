@@ -21,7 +21,7 @@ from .tokenizer_data_wordpiece import bert_file
 TEXTS = ["a short one", "a somewhat longer text with more words in it", "", "naïve café 東京 🙂"] * 5
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def hf() -> tokenizers.Tokenizer:
     tok = tokenizers.Tokenizer.from_file(str(bert_file()))
     tok.no_truncation()
@@ -77,5 +77,5 @@ def test_image_dataset_and_collate(tmp_path: Path) -> None:
 def test_datasets_map_recipe_num_proc_2(hf: tokenizers.Tokenizer) -> None:
     ds = datasets.Dataset.from_dict({"text": TEXTS})
     out = ds.map(DatasetsTokenize(_tok()), batched=True, batch_size=3, num_proc=2)
-    assert out["input_ids"] == [e.ids for e in hf.encode_batch(TEXTS, add_special_tokens=False)]
-    assert out["num_tokens"] == [len(x) for x in out["input_ids"]]
+    assert list(out["input_ids"]) == [e.ids for e in hf.encode_batch(TEXTS, add_special_tokens=False)]
+    assert list(out["num_tokens"]) == [len(x) for x in out["input_ids"]]

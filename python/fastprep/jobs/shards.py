@@ -26,7 +26,8 @@ TMP_SUFFIX = ".fastprep-tmp"
 
 def crash_point(name: str) -> None:
     """Die here with SIGKILL when FASTPREP_JOBS_CRASH_AT names this point (``name:count`` dies on
-    the count-th pass). Only the tests set it: they kill a job between any two steps that matter
+    the count-th pass; with FASTPREP_JOBS_CRASH_ONCE=PATH only the first process to create PATH
+dies). Only the tests set it: they kill a job between any two steps that matter
     (a temporary shard written, renamed, the manifest written) and check that a re-run repairs it."""
     spec = os.environ.get("FASTPREP_JOBS_CRASH_AT")
     if not spec:
@@ -36,8 +37,16 @@ def crash_point(name: str) -> None:
         return
     seen = _CRASH_COUNTS.get(name, 0) + 1
     _CRASH_COUNTS[name] = seen
-    if seen >= int(count or 1):
-        os.kill(os.getpid(), signal.SIGKILL)
+    if seen < int(count or 1):
+        return
+    once = os.environ.get("FASTPREP_JOBS_CRASH_ONCE")
+    if once:
+        # One death across processes (a Ray worker restarted in a fresh process would die again).
+        try:
+            os.close(os.open(once, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+        except FileExistsError:
+            return
+    os.kill(os.getpid(), signal.SIGKILL)
 
 
 _CRASH_COUNTS: dict[str, int] = {}

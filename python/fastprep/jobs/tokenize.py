@@ -533,3 +533,34 @@ def _where(e: dict[str, Any]) -> str:
     if "line" in e:
         return f"{e['file']}:{e['line']} (byte {e['offset']})"
     return f"{e['file']} row {e['row']}"
+
+
+def process_file(job: TokenizeJob, file_index: int, done: set[str]) -> tuple[list[dict[str, Any]], dict[str, list[float]]]:
+    """One input file start to end on this thread, skipping the shards in ``done`` (the Ray
+    engine's unit of work): the manifest entries of the shards written, and stage timings."""
+    w = ShardWriter(job)
+    entries: list[dict[str, Any]] = []
+    samples: dict[str, list[float]] = {"read": [], "tokenize": [], "write": []}
+    it = job.batches(file_index, done.__contains__)
+    try:
+        while True:
+            t0 = time.perf_counter()
+            b = next(it, None)
+            if b is None:
+                break
+            t1 = time.perf_counter()
+            if job.s.strict and (bad := job.errors_of(b)):
+                raise JobError(f"{_where(bad[0])}: {bad[0]['reason']} (--strict stops at the first)")
+            job.tokenize(b)
+            t2 = time.perf_counter()
+            entry = w.write(b)
+            t3 = time.perf_counter()
+            samples["read"].append(t1 - t0)
+            samples["tokenize"].append(t2 - t1)
+            samples["write"].append(t3 - t2)
+            if entry is not None:
+                entries.append(entry)
+    except BaseException:
+        w.abort()
+        raise
+    return entries, samples
