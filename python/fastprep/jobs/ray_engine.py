@@ -79,17 +79,17 @@ def run_ray(
     if not manifest.complete:
         if not ray.is_initialized():
             ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        actor: type[TokenizeActor | ImagesActor]
         if command == "tokenize":
-            items = [{"file": i} for i in range(len(job.files))]
-            actor, kwargs, key = TokenizeActor, {"settings": settings, "done": sorted(manifest.shards)}, "file"
+            items: list[dict[str, Any]] = [{"file": i} for i in range(len(job.files))]
+            actor, kwargs = TokenizeActor, {"settings": settings, "done": sorted(manifest.shards)}
         else:
             items = [{"unit": u.name} for u in job.units if not manifest.done(u.name)]
-            actor, kwargs, key = ImagesActor, {"settings": settings}, "unit"
-        del key
+            actor, kwargs = ImagesActor, {"settings": settings}
         stats.start = time.perf_counter()
         if items:
             ds = ray.data.from_items(items, override_num_blocks=len(items)).map_batches(
-                actor,  # type: ignore[arg-type]
+                actor,
                 fn_constructor_kwargs=kwargs,
                 batch_size=1,
                 concurrency=concurrency,
