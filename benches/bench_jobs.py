@@ -73,8 +73,18 @@ def tokenize_figures(root: Path, megabytes: float, rounds: int = 3) -> dict[str,
     ours = [len(x) for f in sorted((root / "job").glob("*.parquet")) for x in pq.read_table(f)["input_ids"].to_pylist()]
     theirs = [len(x) for x in pq.read_table(root / "hf" / "out.parquet")["input_ids"].to_pylist()]
     assert ours == counts == theirs, "the job, count_tokens and the recipe disagree"
-    t_count = _best(lambda: tok.count_tokens(docs), rounds)
+
+    # The tokenizer's cache makes a second pass over the same documents ~3x faster; the job
+    # starts cold, so count_tokens is timed cold too (a fresh tokenizer each round, load excluded).
+    def cold_count() -> float:
+        fresh = fastprep.Tokenizer.from_file(tok_file)
+        t = time.perf_counter()
+        fresh.count_tokens(docs)
+        return time.perf_counter() - t
+
+    t_count = min(cold_count() for _ in range(rounds))
     t_job = _best(job, rounds)
+    steady = min(_steady(root, corpus, tok_file) for _ in range(rounds))
     t_recipe = _best(recipe, max(1, rounds - 1))
     return {
         "docs": len(docs),
@@ -82,22 +92,34 @@ def tokenize_figures(root: Path, megabytes: float, rounds: int = 3) -> dict[str,
         "tokens": sum(counts),
         "count_tokens_mb_s": nbytes / t_count / 1e6,
         "job_mb_s": nbytes / t_job / 1e6,
+        "job_steady_mb_s": nbytes / steady / 1e6,
         "recipe_mb_s": nbytes / t_recipe / 1e6,
         "job_vs_count_tokens": t_count / t_job,
+        "steady_vs_count_tokens": t_count / steady,
         "job_vs_recipe": t_recipe / t_job,
     }
+
+
+def _steady(root: Path, corpus: Path, tok_file: Path) -> float:
+    """The job's own seconds from its summary: the run after the tokenizer is loaded."""
+    shutil.rmtree(root / "job", ignore_errors=True)
+    summary = run_tokenize(TokenizeSettings([str(corpus)], str(tok_file), str(root / "job"), progress=False))
+    return float(summary["seconds"])
 
 
 def images_figures(root: Path, n_images: int, rounds: int = 3, dtype: str = "uint8") -> dict[str, Any]:
     from fastprep._demo_image import sample_images
 
-    blobs = list(sample_images().values())
+    # The 12 MP re-encodings take a second each on a loaded 2-core box: the bundled photos and the
+    # 1080p JPEG/PNG versions are enough to compare the two paths.
+    blobs = [b for name, b in sample_images().items() if "12MP" not in name]
     folder = root / "images"
     folder.mkdir(exist_ok=True)
     files = []
     for i in range(n_images):
         blob = blobs[i % len(blobs)]
-        path = folder / f"{i:06d}.{'png' if blob[:4] == b'\x89PNG' else 'jpg'}"
+        ext = "png" if blob.startswith(b"\x89PNG") else "jpg"
+        path = folder / f"{i:06d}.{ext}"
         path.write_bytes(blob)
         files.append(blob)
     batch = 64
@@ -124,14 +146,16 @@ def images_figures(root: Path, n_images: int, rounds: int = 3, dtype: str = "uin
     }
 
 
-def main(megabytes: float = 20.0, n_images: int = 512) -> None:
+def main(megabytes: float = 20.0, n_images: int = 256) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         t = tokenize_figures(Path(tmp), megabytes)
         print(
             f"tokenize, {t['docs']:,} docs, {t['mb']:.1f} MB, {t['tokens']:,} tokens (cl100k_base):\n"
             f"  count_tokens alone (in memory)        {t['count_tokens_mb_s']:7.2f} MB/s\n"
             f"  fastprep tokenize (JSONL -> Parquet)  {t['job_mb_s']:7.2f} MB/s  = {t['job_vs_count_tokens']:.0%}"
-            " of count_tokens\n"
+            " of count_tokens (tokenizer load included)\n"
+            f"    same, after the tokenizer load      {t['job_steady_mb_s']:7.2f} MB/s  = "
+            f"{t['steady_vs_count_tokens']:.0%} of count_tokens\n"
             f"  datasets.map + tokenizers recipe      {t['recipe_mb_s']:7.2f} MB/s  -> job is "
             f"{t['job_vs_recipe']:.1f}x faster"
         )

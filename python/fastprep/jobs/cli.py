@@ -25,6 +25,7 @@ def add_commands(sub: Any) -> None:
     )
     t.add_argument("--format", choices=("parquet", "bin"), default="parquet", help="Parquet shards or tokens.bin")
     t.add_argument("--dtype", choices=("auto", "uint16", "uint32"), default="auto", help="token width of --format bin")
+    t.add_argument("--compression", choices=("zstd", "snappy", "lz4", "none"), default="snappy", help="Parquet codec")
     t.add_argument("--bos", help="token (text or id) put before each document")
     t.add_argument("--eos", help="token (text or id) put after each document")
     t.add_argument("--add-special-tokens", action="store_true", help="apply the tokenizer's post-processor")
@@ -87,6 +88,7 @@ def _run(args: argparse.Namespace) -> int:
             doc_per=args.doc_per,
             format=args.format,
             dtype=args.dtype,
+            compression=args.compression,
             bos=args.bos,
             eos=args.eos,
             add_special_tokens=args.add_special_tokens,

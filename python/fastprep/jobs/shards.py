@@ -26,9 +26,9 @@ TMP_SUFFIX = ".fastprep-tmp"
 
 def crash_point(name: str) -> None:
     """Die here with SIGKILL when FASTPREP_JOBS_CRASH_AT names this point (``name:count`` dies on
-    the count-th pass; with FASTPREP_JOBS_CRASH_ONCE=PATH only the first process to create PATH
-dies). Only the tests set it: they kill a job between any two steps that matter
-    (a temporary shard written, renamed, the manifest written) and check that a re-run repairs it."""
+        the count-th pass; with FASTPREP_JOBS_CRASH_ONCE=PATH only the first process to create PATH
+    dies). Only the tests set it: they kill a job between any two steps that matter
+        (a temporary shard written, renamed, the manifest written) and check that a re-run repairs it."""
     spec = os.environ.get("FASTPREP_JOBS_CRASH_AT")
     if not spec:
         return
