@@ -84,7 +84,8 @@ class JobStats:
         }
 
 
-def print_summary(summary: dict[str, Any], out: TextIO = sys.stderr) -> None:
+def print_summary(summary: dict[str, Any], out: TextIO | None = None) -> None:
+    out = out or sys.stderr
     item = "docs" if "docs" in summary else "images"
     tput = summary["throughput"]
     line = (
