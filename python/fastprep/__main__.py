@@ -5,7 +5,8 @@
 tracked) and the tokenizer (cl100k_base on the bundled text sample, throughput and speedup over HF
 tokenizers measured in the same run), and image preprocessing (the bundled photos to a normalized
 224x224 batch: per-stage P50/P95/P99 and the speedup over Pillow's pipeline, same run).
-``info`` prints ``build_info()``.
+``info`` prints ``build_info()``. ``tokenize`` and ``images`` run fastprep's jobs on a user's files
+(``fastprep.jobs``; ``demo-jobs`` runs both on the bundled sample data and writes their report).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import sys
 
 from . import BlockPool, _demo_figures, _demo_image, _demo_tokenizer, build_info
 from ._soak import alloc_latency_ns, soak
+from .jobs.cli import add_commands as add_job_commands
+from .jobs.cli import run as run_job
 
 MiB = 1024 * 1024
 
@@ -94,7 +97,10 @@ def main(argv: list[str] | None = None) -> int:
     d.add_argument("--cycles", type=int, default=100_000, help="soak cycles per implementation")
     d.add_argument("--json", action="store_true", help="print the figures as JSON")
     sub.add_parser("info", help="print build_info() as JSON")
+    add_job_commands(sub)
     args = parser.parse_args(argv)
+    if args.command in ("tokenize", "images", "demo-jobs"):
+        return run_job(args)
     if args.command == "info":
         json.dump(build_info(), sys.stdout, indent=2)
         print()

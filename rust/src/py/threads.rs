@@ -1,4 +1,5 @@
-//! fastprep's rayon pool for batch calls, sized by `num_threads` or `FASTPREP_NUM_THREADS`.
+//! fastprep's rayon pool for batch calls, sized by `num_threads`, `FASTPREP_NUM_THREADS`, or the
+//! CPUs the process is given (`OMP_NUM_THREADS`, affinity, cgroup quota): see `resolve`.
 //!
 //! Fork safety: a child process after `fork()` has none of the parent's pool threads, so a pool
 //! inherited from the parent would wait forever (HF tokenizers' known deadlock). Each pool is tagged
@@ -23,25 +24,33 @@ fn entry(slot: &AtomicPtr<Entry>) -> Option<&'static Entry> {
     unsafe { slot.load(Ordering::Acquire).as_ref() }
 }
 
-/// Threads a batch call uses: the argument, else FASTPREP_NUM_THREADS, else the CPU count.
+/// Threads a batch call uses: the argument, else `FASTPREP_NUM_THREADS`, else the CPUs this
+/// process may use (`cpus`).
 pub fn resolve(num_threads: Option<usize>) -> usize {
     num_threads
         .filter(|&n| n > 0)
-        .or_else(|| {
-            std::env::var("FASTPREP_NUM_THREADS")
-                .ok()
-                .and_then(|v| v.parse().ok())
-                .filter(|&n: &usize| n > 0)
-        })
+        .or_else(|| env_count("FASTPREP_NUM_THREADS"))
         .unwrap_or_else(cpus)
 }
 
-/// The CPU count, read once: `available_parallelism` reads cgroup files on Linux (~30 us), which
-/// made every small batch call cost that much.
+fn env_count(name: &str) -> Option<usize> {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .filter(|&n: &usize| n > 0)
+}
+
+/// The CPUs this process may use, read once: `OMP_NUM_THREADS` where set (Ray, Dask, Slurm and
+/// torch's launchers set it to each worker's share), capped by `available_parallelism`, which on
+/// Linux already takes the scheduler affinity mask and the cgroup CPU quota into account. Without
+/// this, 4 Ray workers on 2 CPUs would each start 2 threads. (`available_parallelism` reads
+/// cgroup files, ~30 us, which made every small batch call cost that much before it was cached.)
 fn cpus() -> usize {
     static CPUS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *CPUS
-        .get_or_init(|| std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get))
+    *CPUS.get_or_init(|| {
+        let machine = std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get);
+        env_count("OMP_NUM_THREADS").map_or(machine, |omp| omp.min(machine))
+    })
 }
 
 /// Runs `f` on a pool of `threads` threads of this process (inline when `threads == 1`).

@@ -1,0 +1,326 @@
+"""``fastprep images``: an image set in, model-ready ``.npy`` shards out.
+
+Each shard ``shard-NAME.npy`` holds an (N, 3, H, W) uint8 or float16 (or float32) batch of the
+evaluation transform (``fastprep.ImagePipeline``: resize the shorter side, center crop, normalize;
+uint8 keeps the cropped pixels unnormalized), beside ``shard-NAME.labels.npy`` (int64, -1 where
+there is no label) and ``shard-NAME.paths.txt`` (the source of each row). Bad images are left out
+and listed in ``errors.jsonl``. Reading, preprocessing (Rust, GIL released, every core) and
+writing run on three threads.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .._core import __version__
+from ..errors import DecodeError, DeviceUnavailableError
+from .image_inputs import Item, list_items, read_items
+from .shards import Manifest, atomic_file, crash_point, remove_temporaries, write_errors
+from .stats import JobStats, Progress
+from .tokenize import JobError
+
+__all__ = ["ImagesSettings", "run_images"]
+
+
+@dataclass
+class ImagesSettings:
+    inputs: Sequence[str]
+    out: str
+    resize_shorter: int = 256
+    crop: int = 224
+    dtype: str = "uint8"
+    device: str = "cpu"
+    draft: bool = False
+    shard_size: int = 256
+    batch_size: int = 64
+    num_threads: int | None = None
+    strict: bool = False
+    progress: bool | None = None
+
+
+@dataclass
+class Unit:
+    name: str
+    items: list[Item]
+
+
+class ImagesJob:
+    def __init__(self, s: ImagesSettings) -> None:
+        if s.dtype not in ("uint8", "float16", "float32"):
+            raise JobError(f"dtype must be uint8, float16 or float32, got {s.dtype!r}")
+        if s.device not in ("cpu", "cuda"):
+            raise JobError(f"device must be cpu or cuda, got {s.device!r}")
+        if s.device == "cuda":
+            _check_cuda()
+        self.s = s
+        self.out = Path(s.out)
+        groups, self.classes = list_items(s.inputs)
+        self.units: list[Unit] = []
+        for g, items in enumerate(groups):
+            for k in range(0, len(items), s.shard_size):
+                name = f"{g:05d}-{k // s.shard_size:05d}"
+                self.units.append(Unit(name, items[k : k + s.shard_size]))
+        self.settings: dict[str, Any] = {
+            "resize_shorter": s.resize_shorter,
+            "crop": s.crop,
+            "dtype": s.dtype,
+            "draft": s.draft,
+            "layout": "NCHW",
+            "on_error": "skip",
+        }
+        self.header = {
+            "job": "images",
+            "fastprep_version": __version__,
+            "inputs": [str(p) for p in s.inputs],
+            "classes": self.classes,
+            "transform": self.settings,
+            "shard_size": s.shard_size,
+        }
+        self._pipe: Any = None
+
+    def preprocess(self, blobs: list[bytes]) -> tuple[Any, Any, Any]:
+        """(batch on the host, ok mask, per-image (decode, resize, crop_normalize) seconds or None)."""
+        if self.s.device == "cuda":
+            from ..gpu import gpu_preprocess
+
+            batch, ok = gpu_preprocess(blobs, num_threads=self.s.num_threads, **self.settings)
+            return batch.get(), ok, None
+        if self._pipe is None:
+            from ..pipeline import ImagePipeline
+
+            self._pipe = ImagePipeline(num_threads=self.s.num_threads, **self.settings)
+        batch, ok, timings = self._pipe(blobs, return_timings=True)
+        return batch, ok, timings["per_image"]
+
+
+def _check_cuda() -> None:
+    try:
+        import cupy
+
+        n = cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:
+        raise DeviceUnavailableError(
+            f"--device cuda needs CuPy and a CUDA device ({type(e).__name__}: {e}); install "
+            "fastprep[cuda12] or fastprep[cuda13] on a GPU machine, or use --device cpu"
+        ) from e
+    if n < 1:
+        raise DeviceUnavailableError("--device cuda found no CUDA device; use --device cpu")
+
+
+def _reason(blob: bytes | None, read_error: str | None) -> str:
+    if read_error is not None:
+        return read_error
+    from ..image import decode
+
+    try:
+        decode(blob or b"")
+    except DecodeError as e:
+        return f"{e.reason}: {e}"
+    return "preprocessing failed"
+
+
+def run_images(s: ImagesSettings, *, stats: JobStats | None = None) -> dict[str, Any]:
+    """Runs the job on this machine; returns the summary (see ``JobStats.summary``)."""
+    job = ImagesJob(s)
+    job.out.mkdir(parents=True, exist_ok=True)
+    remove_temporaries(job.out)
+    manifest = Manifest(job.out, job.header)
+    stats = stats or JobStats("images", "images", ("read", "decode", "resize", "crop_normalize", "write"))
+    stats.skipped_shards = len(manifest.shards)
+    todo = [u for u in job.units if not manifest.done(u.name)]
+    stats.start = time.perf_counter()  # the figures are the run's, not the tokenizer load's
+    bar = Progress(sum(len(u.items) for u in todo), "img", s.progress)
+    try:
+        if todo:
+            _pipeline(job, todo, manifest, stats, bar)
+    finally:
+        bar.close()
+    finish(job.out, manifest)
+    stats.finish()
+    return stats.summary()
+
+
+def finish(out: Path, manifest: Manifest) -> None:
+    errors = manifest.errors()
+    write_errors(out, errors)
+    keys = ("images", "bytes_in", "bytes_out")
+    totals = {k: sum(int(e.get(k, 0)) for e in manifest.shards.values()) for k in keys}
+    totals["errors"] = len(errors)
+    totals["shards"] = len(manifest.shards)
+    manifest.complete = True
+    manifest.save(totals)
+
+
+_DONE = object()
+
+
+@dataclass
+class Chunk:
+    unit: Unit
+    items: list[Item]
+    last: bool
+    read_s: float = 0.0
+    batch: Any = None
+    ok: Any = None
+
+
+def process_unit(job: ImagesJob, unit: Unit) -> dict[str, Any]:
+    """One shard, start to end, on this thread (the Ray engine's unit of work)."""
+    w = ShardWriter(job)
+    entry = None
+    items = list(read_items(unit.items))
+    for k in range(0, len(items), job.s.batch_size):
+        c = Chunk(unit, items[k : k + job.s.batch_size], k + job.s.batch_size >= len(items))
+        c.batch, c.ok, _ = job.preprocess([it.data or b"" for it in c.items])
+        entry = w.write(c)
+    assert entry is not None
+    return entry
+
+
+class ShardWriter:
+    def __init__(self, job: ImagesJob) -> None:
+        self.job = job
+        self.parts: list[Any] = []
+        self.labels: list[int] = []
+        self.paths: list[str] = []
+        self.errors: list[dict[str, Any]] = []
+        self.bytes_in = 0
+
+    def write(self, c: Chunk) -> dict[str, Any] | None:
+        import numpy as np
+
+        ok = np.asarray(c.ok, dtype=bool)
+        for it, good in zip(c.items, ok.tolist(), strict=True):
+            self.bytes_in += len(it.data or b"")
+            if good and it.error is None:
+                self.labels.append(it.label)
+                self.paths.append(it.source)
+            else:
+                self.errors.append({"file": it.source, "reason": _reason(it.data, it.error)})
+                if self.job.s.strict:
+                    e = self.errors[-1]
+                    raise JobError(f"{e['file']}: {e['reason']} (--strict stops at the first)")
+        self.parts.append(np.ascontiguousarray(c.batch[ok]))
+        return self._close(c.unit) if c.last else None
+
+    def _close(self, unit: Unit) -> dict[str, Any]:
+        import numpy as np
+
+        out = self.job.out
+        data = np.concatenate(self.parts) if self.parts else np.zeros((0,), np.uint8)
+        base = out / f"shard-{unit.name}"
+        with atomic_file(base.with_name(base.name + ".labels.npy")) as f:
+            np.save(f, np.asarray(self.labels, dtype=np.int64))
+        with atomic_file(base.with_name(base.name + ".paths.txt")) as f:
+            f.write("".join(p + "\n" for p in self.paths).encode())
+        crash_point("shard-written")
+        with atomic_file(base.with_name(base.name + ".npy")) as f:
+            np.save(f, data)
+        crash_point("shard-renamed")
+        entry = {
+            "name": unit.name,
+            "file": base.name + ".npy",
+            "images": len(self.labels),
+            "bytes_in": self.bytes_in,
+            "bytes_out": int(data.nbytes),
+            "errors": self.errors,
+        }
+        self.parts, self.labels, self.paths, self.errors, self.bytes_in = [], [], [], [], 0
+        return entry
+
+
+def _pipeline(job: ImagesJob, units: list[Unit], manifest: Manifest, stats: JobStats, bar: Progress) -> None:
+    """read -> preprocess -> write on three threads, in order, two batches in flight per stage."""
+    to_proc: queue.Queue[Any] = queue.Queue(maxsize=2)
+    to_write: queue.Queue[Any] = queue.Queue(maxsize=2)
+    failure: list[BaseException] = []
+    stop = threading.Event()
+    bs = job.s.batch_size
+
+    def reader() -> None:
+        try:
+            for u in units:
+                it = read_items(u.items)
+                for k in range(0, len(u.items), bs):
+                    t0 = time.perf_counter()
+                    items = [next(it) for _ in range(min(bs, len(u.items) - k))]
+                    c = Chunk(u, items, k + bs >= len(u.items), time.perf_counter() - t0)
+                    while not stop.is_set():
+                        try:
+                            to_proc.put(c, timeout=0.1)
+                            break
+                        except queue.Full:
+                            continue
+                    if stop.is_set():
+                        return
+        except BaseException as e:
+            failure.append(e)
+            stop.set()
+        finally:
+            to_proc.put(_DONE)
+
+    def writer() -> None:
+        w = ShardWriter(job)
+        try:
+            while True:
+                c = to_write.get()
+                if c is _DONE:
+                    return
+                t0 = time.perf_counter()
+                entry = w.write(c)
+                if entry is not None:
+                    manifest.add(entry)
+                stats.add_samples("write", [time.perf_counter() - t0])
+                stats.add(
+                    items=int(c.ok.sum()),
+                    bytes_in=sum(len(i.data or b"") for i in c.items),
+                    bytes_out=entry["bytes_out"] if entry else 0,
+                    errors=len(c.items) - int(c.ok.sum()),
+                )
+                bar.update(len(c.items))
+        except BaseException as e:
+            failure.append(e)
+            stop.set()
+            while to_write.get() is not _DONE:
+                pass
+
+    threads = [
+        threading.Thread(target=reader, name="fastprep-read", daemon=True),
+        threading.Thread(target=writer, name="fastprep-write", daemon=True),
+    ]
+    for t in threads:
+        t.start()
+    try:
+        while True:
+            c = to_proc.get()
+            if c is _DONE:
+                break
+            if stop.is_set():
+                continue
+            try:
+                stats.add_samples("read", [c.read_s / max(1, len(c.items))] * len(c.items), "image")
+                c.batch, c.ok, per_image = job.preprocess([it.data or b"" for it in c.items])
+                for it in c.items:
+                    if it.error is not None:
+                        c.ok[c.items.index(it)] = False
+                if per_image is not None:
+                    good = per_image[c.ok]
+                    for i, stage in enumerate(("decode", "resize", "crop_normalize")):
+                        stats.add_samples(stage, good[:, i], "image")
+            except BaseException as e:
+                failure.append(e)
+                stop.set()
+                continue
+            to_write.put(c)
+    finally:
+        to_write.put(_DONE)
+        for t in threads:
+            t.join()
+    if failure:
+        raise failure[0]

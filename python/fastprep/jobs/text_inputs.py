@@ -1,0 +1,142 @@
+"""Reading documents for the tokenize job: JSONL, Parquet and plain text, files or globs.
+
+Every record has a stable place (the file and its line, or its row for Parquet), which names it
+in the errors file and the output, and lets a re-run cut the input into the same shards.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Record", "expand_inputs", "input_format", "read_records"]
+
+
+@dataclass
+class Record:
+    """One input record: ``text``, or ``error`` (reason) when it cannot be used."""
+
+    index: int  # line number (1-based) for text and JSONL, row number (0-based) for Parquet
+    offset: int  # byte offset of the line (text, JSONL); -1 for Parquet
+    text: str | None
+    error: str | None = None
+    nbytes: int = 0
+
+
+def expand_inputs(patterns: Sequence[str]) -> list[Path]:
+    """Files named or matched (globs, ``**`` too), in sorted order, each once."""
+    files: list[Path] = []
+    for pattern in patterns:
+        if glob.has_magic(pattern):
+            matched = sorted(Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
+            if not matched:
+                raise FileNotFoundError(f"no file matches {pattern!r}")
+            files.extend(matched)
+        else:
+            p = Path(pattern)
+            if p.is_dir():
+                raise IsADirectoryError(f"{p} is a directory; pass a glob such as '{p}/*.jsonl'")
+            if not p.is_file():
+                raise FileNotFoundError(f"input {p} does not exist")
+            files.append(p)
+    seen: set[Path] = set()
+    return [f for f in files if not (f.resolve() in seen or seen.add(f.resolve()))]  # type: ignore[func-returns-value]
+
+
+def input_format(path: Path, forced: str | None = None) -> str:
+    if forced:
+        return forced
+    name = path.name.lower()
+    for suffix in (".gz", ".zst"):
+        if name.endswith(suffix):
+            raise ValueError(f"{path}: compressed input is not read yet; decompress it first")
+    if name.endswith((".jsonl", ".ndjson", ".json")):
+        return "jsonl"
+    if name.endswith((".parquet", ".pq")):
+        return "parquet"
+    return "text"
+
+
+def read_records(path: Path, fmt: str, text_field: str, doc_per: str = "line") -> Iterator[Record]:
+    if fmt == "parquet":
+        yield from _parquet(path, text_field)
+    elif fmt == "jsonl":
+        yield from _jsonl(path, text_field)
+    elif fmt == "text":
+        yield from _text(path, doc_per)
+    else:
+        raise ValueError(f"unknown input format {fmt!r}: use jsonl, parquet or text")
+
+
+def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+    offset = 0
+    with open(path, "rb", buffering=1 << 20) as f:
+        for n, raw in enumerate(f, start=1):
+            yield n, offset, raw
+            offset += len(raw)
+
+
+def _jsonl(path: Path, field: str) -> Iterator[Record]:
+    loads = json.loads
+    for n, offset, raw in _lines(path):
+        if not raw.strip():
+            continue
+        try:
+            obj = loads(raw)
+        except UnicodeDecodeError as e:
+            yield Record(n, offset, None, f"invalid UTF-8 at byte {e.start} of the line", len(raw))
+            continue
+        except ValueError as e:
+            yield Record(n, offset, None, f"invalid JSON: {e}", len(raw))
+            continue
+        value = obj.get(field) if isinstance(obj, dict) else None
+        if not isinstance(value, str):
+            why = "missing field" if value is None else f"field is {type(value).__name__}, not a string"
+            yield Record(n, offset, None, f"{why} {field!r}", len(raw))
+            continue
+        yield Record(n, offset, value, None, len(raw))
+
+
+def _text(path: Path, doc_per: str) -> Iterator[Record]:
+    if doc_per == "file":
+        raw = path.read_bytes()
+        try:
+            yield Record(1, 0, raw.decode("utf-8"), None, len(raw))
+        except UnicodeDecodeError as e:
+            yield Record(1, 0, None, f"invalid UTF-8 at byte {e.start}", len(raw))
+        return
+    for n, offset, raw in _lines(path):
+        body = raw.rstrip(b"\r\n")
+        if not body:
+            continue
+        try:
+            yield Record(n, offset, body.decode("utf-8"), None, len(raw))
+        except UnicodeDecodeError as e:
+            yield Record(n, offset, None, f"invalid UTF-8 at byte {e.start} of the line", len(raw))
+
+
+def _parquet(path: Path, field: str) -> Iterator[Record]:
+    import pyarrow.parquet as pq
+
+    pf = pq.ParquetFile(path)
+    if field not in pf.schema_arrow.names:
+        raise ValueError(f"{path} has no column {field!r} (columns: {', '.join(pf.schema_arrow.names)})")
+    row = 0
+    for batch in pf.iter_batches(columns=[field], batch_size=8192):
+        col = batch.column(0)
+        for value in col.to_pylist():
+            if isinstance(value, bytes):
+                try:
+                    value = value.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    yield Record(row, -1, None, f"invalid UTF-8 at byte {e.start}", len(value))
+                    row += 1
+                    continue
+            if isinstance(value, str):
+                yield Record(row, -1, value, None, len(value))
+            else:
+                yield Record(row, -1, None, f"missing field {field!r}" if value is None else "not a string", 0)
+            row += 1

@@ -1,0 +1,589 @@
+"""``fastprep tokenize``: a corpus in, token shards out (Parquet, or one flat ``.bin`` file).
+
+Each input file is cut into shards of ``docs_per_shard`` records (counted in the file, bad records
+included), so a shard's content depends only on its file and the settings. Three threads form a
+pipeline: reading and parsing, tokenizing (``encode_batch_flat``: one Rust call per batch, GIL
+released, on fastprep's thread pool) and writing; the GIL is free while the tokenizer runs, so
+reading and writing overlap it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .._core import __version__
+from ..tokenizer import Tokenizer
+from .shards import Manifest, atomic_file, crash_point, remove_temporaries, write_errors
+from .stats import JobStats, Progress
+from .text_inputs import Record, expand_inputs, input_format, read_records
+
+__all__ = ["JobError", "TokenizeSettings", "load_tokenizer", "run_tokenize"]
+
+from ..errors import FastprepError
+
+
+class JobError(FastprepError, ValueError):
+    """A bad record met with ``strict=True``, or settings a job cannot run with."""
+
+
+@dataclass
+class TokenizeSettings:
+    inputs: Sequence[str]
+    tokenizer: str
+    out: str
+    text_field: str = "text"
+    input_format: str | None = None
+    doc_per: str = "line"
+    format: str = "parquet"
+    compression: str = "snappy"
+    dtype: str = "auto"
+    bos: str | None = None
+    eos: str | None = None
+    add_special_tokens: bool = False
+    max_length: int | None = None
+    docs_per_shard: int = 100_000
+    batch_size: int = 2048
+    num_threads: int | None = None
+    strict: bool = False
+    progress: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def load_tokenizer(spec: str) -> Tokenizer:
+    """A tokenizer.json, a ``.tiktoken`` file, a SentencePiece ``.model``, a local model directory,
+    or a model name already in the Hugging Face cache."""
+    p = Path(spec)
+    if p.is_file():
+        name = p.name.lower()
+        if name.endswith(".tiktoken"):
+            # The file holds no special tokens; cl100k's are known (so that --eos "<|endoftext|>" works).
+            from .._demo_tokenizer import CL100K_SPECIALS
+
+            specials = CL100K_SPECIALS if name.startswith("cl100k_base") else None
+            return Tokenizer.from_tiktoken(p, special_tokens=specials)
+        if name.endswith(".model") or name.startswith("tokenizer.model"):
+            return Tokenizer.from_sentencepiece(p)
+        return Tokenizer.from_file(p)
+    return Tokenizer.from_pretrained(spec)
+
+
+def _tokenizer_sha256(spec: str, tok: Tokenizer) -> str:
+    """The file's bytes where the tokenizer is one file (to_str() of cl100k takes 0.1 s), else
+    the tokenizer.json text it was loaded as."""
+    path = Path(spec)
+    data = path.read_bytes() if path.is_file() else tok.to_str().encode()
+    return hashlib.sha256(data).hexdigest()
+
+
+def _token_id(tok: Tokenizer, spec: str | None, what: str) -> int | None:
+    if spec is None:
+        return None
+    if spec.isdigit():
+        return int(spec)
+    tid = tok.token_to_id(spec)
+    if tid is None:
+        raise JobError(f"--{what} {spec!r} is not a token of this tokenizer; pass the token's text or its id")
+    return tid
+
+
+@dataclass
+class Batch:
+    shard: str
+    source: str
+    records: list[Record]
+    last: bool
+    ids: Any = None
+    lens: Any = None
+    rows: Any = None  # (row_lengths, row_doc, row_window) after windowing
+
+
+class TokenizeJob:
+    """The parts of the job that every engine shares: settings, the tokenizer, one shard's work."""
+
+    def __init__(self, s: TokenizeSettings) -> None:
+        import numpy as np
+
+        if s.format not in ("parquet", "bin"):
+            raise JobError(f"format must be 'parquet' or 'bin', got {s.format!r}")
+        if s.compression not in ("zstd", "snappy", "lz4", "none"):
+            raise JobError(f"compression must be zstd, snappy, lz4 or none, got {s.compression!r}")
+        if s.max_length is not None and s.max_length < 1:
+            raise JobError("--max-length must be at least 1")
+        self.s = s
+        self.tok = load_tokenizer(s.tokenizer)
+        # Whole documents: a tokenizer.json's own truncation (e.g. 128 for a sentence encoder)
+        # would silently cut a corpus; --max-length windows instead. Padding has no place in a
+        # flat token stream.
+        self.tok.no_truncation()
+        self.tok.no_padding()
+        self.bos = _token_id(self.tok, s.bos, "bos")
+        self.eos = _token_id(self.tok, s.eos, "eos")
+        vocab = self.tok.get_vocab_size(True)
+        dtype = s.dtype if s.dtype != "auto" else ("uint16" if vocab <= 65536 else "uint32")
+        if dtype not in ("uint16", "uint32"):
+            raise JobError(f"dtype must be uint16, uint32 or auto, got {s.dtype!r}")
+        if dtype == "uint16" and vocab > 65536:
+            raise JobError(f"the vocabulary has {vocab} ids: uint16 cannot hold them; use --dtype uint32")
+        self.dtype = np.dtype(dtype)
+        self.files = expand_inputs(s.inputs)
+        self.out = Path(s.out)
+        self.header = {
+            "job": "tokenize",
+            "fastprep_version": __version__,
+            "inputs": [str(f) for f in self.files],
+            "tokenizer": s.tokenizer,
+            "tokenizer_sha256": _tokenizer_sha256(s.tokenizer, self.tok),
+            "format": s.format,
+            "compression": s.compression if s.format == "parquet" else None,
+            "dtype": dtype if s.format == "bin" else "uint32",
+            "text_field": s.text_field,
+            "doc_per": s.doc_per,
+            "bos": self.bos,
+            "eos": self.eos,
+            "add_special_tokens": s.add_special_tokens,
+            "max_length": s.max_length,
+            "docs_per_shard": s.docs_per_shard,
+            "batch_size": s.batch_size,
+        }
+
+    # -- reading -------------------------------------------------------------------------------
+    def batches(self, file_index: int, skip: Callable[[str], bool]) -> Iterator[Batch]:
+        """The batches of one input file, shard by shard; shards ``skip`` accepts are read past."""
+        path = self.files[file_index]
+        fmt = input_format(path, self.s.input_format)
+        source = str(path)
+        shard_no, in_shard = 0, 0
+        name = _shard_name(file_index, 0)
+        pending: list[Record] = []
+        for rec in read_records(path, fmt, self.s.text_field, self.s.doc_per):
+            if in_shard == self.s.docs_per_shard:
+                if not skip(name):
+                    yield Batch(name, source, pending, True)
+                pending, in_shard, shard_no = [], 0, shard_no + 1
+                name = _shard_name(file_index, shard_no)
+            in_shard += 1
+            if skip(name):
+                continue
+            pending.append(rec)
+            if len(pending) == self.s.batch_size and in_shard < self.s.docs_per_shard:
+                yield Batch(name, source, pending, False)
+                pending = []
+        if in_shard and not skip(name):
+            yield Batch(name, source, pending, True)
+
+    # -- tokenizing ------------------------------------------------------------------------------
+    def tokenize(self, b: Batch) -> None:
+        """Fills ``b.ids`` (flat, with BOS/EOS) and ``b.rows`` (one row per document or window)."""
+        import numpy as np
+
+        texts = [r.text for r in b.records if r.text is not None]
+        try:
+            ids_b, lens_b, _ = self.tok._core.encode_batch_flat(
+                texts, self.s.add_special_tokens, None, False, self.s.num_threads
+            )
+        except UnicodeEncodeError:
+            # A JSON escape gave a lone surrogate, which UTF-8 cannot hold: find it, mark it
+            # bad, and encode the rest (the common case pays nothing for this check).
+            for r in b.records:
+                if r.text is not None and not _utf8_ok(r.text):
+                    r.text, r.error = None, "lone surrogate (a \\ud800-\\udfff escape): not valid Unicode text"
+            return self.tokenize(b)
+        ids = np.frombuffer(ids_b, dtype="<u4")
+        lens = np.frombuffer(lens_b, dtype="<u8").astype(np.int64)
+        extra = (self.bos is not None) + (self.eos is not None)
+        if extra:
+            ids, lens = _add_bos_eos(ids, lens, self.bos, self.eos)
+        b.ids, b.lens = ids, lens
+        b.rows = _windows(lens, self.s.max_length)
+
+    def errors_of(self, b: Batch) -> list[dict[str, Any]]:
+        out = []
+        for r in b.records:
+            if r.error is not None:
+                e: dict[str, Any] = {"file": b.source, "reason": r.error}
+                if r.offset >= 0:
+                    e["line"], e["offset"] = r.index, r.offset
+                else:
+                    e["row"] = r.index
+                out.append(e)
+        return out
+
+
+def _utf8_ok(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _shard_name(file_index: int, shard_no: int) -> str:
+    return f"{file_index:05d}-{shard_no:05d}"
+
+
+def _add_bos_eos(ids: Any, lens: Any, bos: int | None, eos: int | None) -> tuple[Any, Any]:
+    import numpy as np
+
+    extra = (bos is not None) + (eos is not None)
+    new_lens = lens + extra
+    new_starts = np.cumsum(new_lens) - new_lens
+    out = np.empty(int(new_lens.sum()), dtype=np.uint32)
+    starts = np.cumsum(lens) - lens
+    body = np.arange(ids.size) - np.repeat(starts, lens) + np.repeat(new_starts + (bos is not None), lens)
+    out[body] = ids
+    if bos is not None:
+        out[new_starts] = bos
+    if eos is not None:
+        out[new_starts + new_lens - 1] = eos
+    return out, new_lens
+
+
+def _windows(lens: Any, max_length: int | None) -> tuple[Any, Any, Any]:
+    """Row lengths, the document of each row, and its window number: each document cut into
+    consecutive windows of ``max_length`` tokens (the last one shorter; an empty document keeps
+    one empty row)."""
+    import numpy as np
+
+    n = lens.size
+    if max_length is None:
+        return lens, np.arange(n), np.zeros(n, dtype=np.int64)
+    count = np.maximum(1, -(-lens // max_length))
+    doc = np.repeat(np.arange(n), count)
+    first = np.cumsum(count) - count
+    window = np.arange(doc.size) - np.repeat(first, count)
+    row_len = np.minimum(max_length, lens[doc] - window * max_length)
+    return np.maximum(row_len, 0), doc, window
+
+
+class ShardWriter:
+    """Writes one shard's batches under a temporary name and renames it when the shard is done."""
+
+    def __init__(self, job: TokenizeJob) -> None:
+        self.job = job
+        self.out = job.out
+        self.current: str | None = None
+        self.counts: dict[str, int] = {}
+        self.errors: list[dict[str, Any]] = []
+        self._cm: Any = None
+        self._f: Any = None
+        self._pq: Any = None
+        self._lens: list[Any] = []
+
+    def path(self, shard: str) -> Path:
+        if self.job.s.format == "parquet":
+            return self.out / f"shard-{shard}.parquet"
+        return self.out / "parts" / f"{shard}.bin"
+
+    def write(self, b: Batch) -> dict[str, Any] | None:
+        """Adds a batch; returns the shard's manifest entry when ``b`` ends it."""
+        if self.current != b.shard:
+            self._open(b.shard)
+        n_docs = sum(r.text is not None for r in b.records)
+        self.counts["records"] += len(b.records)
+        self.counts["docs"] += n_docs
+        self.counts["tokens"] += int(b.ids.size)
+        self.counts["bytes_in"] += sum(r.nbytes for r in b.records)
+        self.errors.extend(self.job.errors_of(b))
+        if n_docs:
+            self._write_rows(b)
+        return self._close(b) if b.last else None
+
+    def _open(self, shard: str) -> None:
+        self.current = shard
+        self.counts = {"records": 0, "docs": 0, "rows": 0, "tokens": 0, "bytes_in": 0}
+        self.errors = []
+        self._lens = []
+        path = self.path(shard)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._cm = atomic_file(path)
+        self._f = self._cm.__enter__()
+        if self.job.s.format == "parquet":
+            import pyarrow.parquet as pq
+
+            # Token ids get neither a dictionary nor min/max statistics: both cost 3x the
+            # compression itself (measured on cl100k ids) and help no reader of token lists.
+            self._pq = pq.ParquetWriter(
+                self._f,
+                _schema(),
+                compression=self.job.s.compression,
+                compression_level=1 if self.job.s.compression == "zstd" else None,
+                use_dictionary=["source"],
+                write_statistics=["index", "window", "num_tokens"],
+            )
+
+    def _write_rows(self, b: Batch) -> None:
+        import numpy as np
+
+        row_len, row_doc, row_window = b.rows
+        self.counts["rows"] += int(row_len.size)
+        if self.job.s.format == "bin":
+            self._f.write(b.ids.astype(self.job.dtype, copy=False).tobytes())
+            self._lens.append(row_len)
+            return
+        import pyarrow as pa
+
+        good = [r for r in b.records if r.text is not None]
+        index = np.fromiter((r.index for r in good), dtype=np.int64, count=len(good))
+        offsets = np.zeros(row_len.size + 1, dtype=np.int32)
+        np.cumsum(row_len, out=offsets[1:])
+        table = pa.table(
+            {
+                "source": pa.DictionaryArray.from_arrays(
+                    pa.array(np.zeros(row_len.size, np.int32)), pa.array([b.source])
+                ),
+                "index": pa.array(index[row_doc]),
+                "window": pa.array(row_window.astype(np.int32)),
+                "input_ids": pa.ListArray.from_arrays(pa.array(offsets), pa.array(b.ids)),
+                "num_tokens": pa.array(row_len.astype(np.int32)),
+            },
+            schema=_schema(),
+        )
+        self._pq.write_table(table)
+
+    def _close(self, b: Batch) -> dict[str, Any]:
+        import numpy as np
+
+        if self._pq is not None:
+            self._pq.close()
+            self._pq = None
+        crash_point("shard-written")
+        self._cm.__exit__(None, None, None)
+        crash_point("shard-renamed")
+        path = self.path(b.shard)
+        entry: dict[str, Any] = {"name": b.shard, "file": str(path.relative_to(self.out)), "source": b.source}
+        if self.job.s.format == "bin":
+            lens = np.concatenate(self._lens) if self._lens else np.zeros(0, np.int64)
+            with atomic_file(path.with_suffix(".lens.npy")) as f:
+                np.save(f, lens.astype(np.int64))
+        entry.update(self.counts)
+        entry["bytes_out"] = path.stat().st_size
+        entry["errors"] = self.errors
+        self.current = None
+        return entry
+
+    def abort(self) -> None:
+        if self._cm is not None and self.current is not None:
+            if self._pq is not None:
+                self._pq.close()
+            self._cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+
+def _schema() -> Any:
+    import pyarrow as pa
+
+    return pa.schema(
+        [
+            ("source", pa.dictionary(pa.int32(), pa.string())),
+            ("index", pa.int64()),
+            ("window", pa.int32()),
+            ("input_ids", pa.list_(pa.uint32())),
+            ("num_tokens", pa.int32()),
+        ]
+    )
+
+
+def finish_bin(job: TokenizeJob, manifest: Manifest) -> None:
+    """Joins the per-shard parts into ``tokens.bin`` and ``offsets.npy`` (the nanoGPT layout: one
+    flat token stream; ``offsets[i]:offsets[i + 1]`` is row i), then removes the parts."""
+    import numpy as np
+
+    names = sorted(manifest.shards)
+    parts = job.out / "parts"
+    lens = [np.load(parts / f"{n}.lens.npy") for n in names]
+    all_lens = np.concatenate(lens) if lens else np.zeros(0, np.int64)
+    offsets = np.zeros(all_lens.size + 1, dtype=np.int64)
+    np.cumsum(all_lens, out=offsets[1:])
+    with atomic_file(job.out / "tokens.bin") as f:
+        for n in names:
+            with open(parts / f"{n}.bin", "rb") as src:
+                while chunk := src.read(1 << 24):
+                    f.write(chunk)
+    with atomic_file(job.out / "offsets.npy") as f:
+        np.save(f, offsets)
+
+
+def run_tokenize(s: TokenizeSettings, *, stats: JobStats | None = None) -> dict[str, Any]:
+    """Runs the job on this machine; returns the summary (see ``JobStats.summary``)."""
+    job = TokenizeJob(s)
+    job.out.mkdir(parents=True, exist_ok=True)
+    remove_temporaries(job.out)
+    manifest = Manifest(job.out, job.header)
+    stats = stats or JobStats("tokenize", "docs", ("read", "tokenize", "write"))
+    if manifest.complete:
+        stats.skipped_shards = len(manifest.shards)
+        stats.finish()
+        return stats.summary()
+    stats.skipped_shards = len(manifest.shards)
+    total_bytes = sum(f.stat().st_size for f in job.files)
+    stats.start = time.perf_counter()  # the figures are the run's, not the tokenizer load's
+    bar = Progress(total_bytes, "B", s.progress)
+    try:
+        _pipeline(job, manifest, stats, bar)
+    finally:
+        bar.close()
+    if s.format == "bin":
+        finish_bin(job, manifest)
+    _finish(job.out, manifest)
+    stats.finish()
+    return stats.summary()
+
+
+def _finish(out: Path, manifest: Manifest) -> None:
+    errors = manifest.errors()
+    write_errors(out, errors)
+    keys = ("records", "docs", "rows", "tokens", "bytes_in", "bytes_out")
+    totals = {k: sum(int(e.get(k, 0)) for e in manifest.shards.values()) for k in keys}
+    totals["errors"] = len(errors)
+    totals["shards"] = len(manifest.shards)
+    manifest.complete = True
+    manifest.save(totals)
+    parts = out / "parts"
+    if parts.is_dir():
+        for p in sorted(parts.iterdir()):
+            p.unlink()
+        parts.rmdir()
+
+
+_DONE = object()
+
+
+def _pipeline(job: TokenizeJob, manifest: Manifest, stats: JobStats, bar: Progress) -> None:
+    """read -> tokenize -> write on three threads, each stage in order (so the output is the same
+    whatever the timing), with two batches in flight between stages."""
+    to_tok: queue.Queue[Any] = queue.Queue(maxsize=2)
+    to_write: queue.Queue[Any] = queue.Queue(maxsize=2)
+    failure: list[BaseException] = []
+    stop = threading.Event()
+
+    def put(q: queue.Queue[Any], item: Any) -> bool:
+        while not stop.is_set():
+            try:
+                q.put(item, timeout=0.1)
+                return True
+            except queue.Full:
+                continue
+        return False
+
+    def reader() -> None:
+        try:
+            for i in range(len(job.files)):
+                it = job.batches(i, manifest.done)
+                while True:
+                    t0 = time.perf_counter()
+                    b = next(it, None)
+                    if b is None:
+                        break
+                    stats.add_samples("read", [time.perf_counter() - t0])
+                    if job.s.strict:
+                        bad = job.errors_of(b)
+                        if bad:
+                            raise JobError(f"{_where(bad[0])}: {bad[0]['reason']} (--strict stops at the first)")
+                    if not put(to_tok, b):
+                        return
+        except BaseException as e:
+            failure.append(e)
+            stop.set()
+        finally:
+            to_tok.put(_DONE)  # the tokenize loop drains until it sees this
+
+    def writer() -> None:
+        w = ShardWriter(job)
+        try:
+            while True:
+                b = to_write.get()
+                if b is _DONE:
+                    return
+                t0 = time.perf_counter()
+                entry = w.write(b)
+                stats.add_samples("write", [time.perf_counter() - t0])
+                if entry is not None:
+                    manifest.add(entry)
+                stats.add(
+                    items=sum(r.text is not None for r in b.records),
+                    tokens=int(b.ids.size),
+                    bytes_in=sum(r.nbytes for r in b.records),
+                    bytes_out=entry["bytes_out"] if entry else 0,
+                    errors=sum(r.error is not None for r in b.records),
+                )
+                bar.update(sum(r.nbytes for r in b.records))
+        except BaseException as e:
+            failure.append(e)
+            stop.set()
+            w.abort()
+            while to_write.get() is not _DONE:
+                pass
+
+    threads = [
+        threading.Thread(target=reader, name="fastprep-read", daemon=True),
+        threading.Thread(target=writer, name="fastprep-write", daemon=True),
+    ]
+    for t in threads:
+        t.start()
+    try:
+        while True:
+            b = to_tok.get()
+            if b is _DONE:
+                break
+            if stop.is_set():
+                continue  # drain, so that the reader can finish
+            try:
+                t0 = time.perf_counter()
+                job.tokenize(b)
+                stats.add_samples("tokenize", [time.perf_counter() - t0])
+            except BaseException as e:
+                failure.append(e)
+                stop.set()
+                continue
+            to_write.put(b)
+    finally:
+        to_write.put(_DONE)
+        for t in threads:
+            t.join()
+    if failure:
+        raise failure[0]
+
+
+def _where(e: dict[str, Any]) -> str:
+    if "line" in e:
+        return f"{e['file']}:{e['line']} (byte {e['offset']})"
+    return f"{e['file']} row {e['row']}"
+
+
+def process_file(
+    job: TokenizeJob, file_index: int, done: set[str]
+) -> tuple[list[dict[str, Any]], dict[str, list[float]]]:
+    """One input file start to end on this thread, skipping the shards in ``done`` (the Ray
+    engine's unit of work): the manifest entries of the shards written, and stage timings."""
+    w = ShardWriter(job)
+    entries: list[dict[str, Any]] = []
+    samples: dict[str, list[float]] = {"read": [], "tokenize": [], "write": []}
+    it = job.batches(file_index, done.__contains__)
+    try:
+        while True:
+            t0 = time.perf_counter()
+            b = next(it, None)
+            if b is None:
+                break
+            t1 = time.perf_counter()
+            if job.s.strict and (bad := job.errors_of(b)):
+                raise JobError(f"{_where(bad[0])}: {bad[0]['reason']} (--strict stops at the first)")
+            job.tokenize(b)
+            t2 = time.perf_counter()
+            entry = w.write(b)
+            t3 = time.perf_counter()
+            samples["read"].append(t1 - t0)
+            samples["tokenize"].append(t2 - t1)
+            samples["write"].append(t3 - t2)
+            if entry is not None:
+                entries.append(entry)
+    except BaseException:
+        w.abort()
+        raise
+    return entries, samples
