@@ -159,7 +159,9 @@ def odd_jpegs() -> dict[str, bytes]:
         out[f"xmp-{o}-attribute"] = with_segment(base, app1(XMP_JPEG + xmp(o)))
         out[f"xmp-{o}-element"] = with_segment(base, app1(XMP_JPEG + xmp(o, element=True)))
     # EXIF's orientation wins over XMP's; the first EXIF block over later ones
-    out["exif-6-over-xmp-3"] = with_segment(with_segment(base, app1(XMP_JPEG + xmp(3))), app1(b"Exif\x00\x00" + exif(6)))
+    out["exif-6-over-xmp-3"] = with_segment(
+        with_segment(base, app1(XMP_JPEG + xmp(3))), app1(b"Exif\x00\x00" + exif(6))
+    )
     return out
 
 

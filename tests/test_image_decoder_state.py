@@ -64,7 +64,7 @@ def test_every_order_gives_the_same_pixels(reference):
     for order in itertools.permutations(names):
         for name in order:
             np.testing.assert_array_equal(fastprep.decode(FILES[name]), reference[name], err_msg=f"{order}")
-            with pytest.raises(DecodeError, match="[Qq]uantization table"):
+            with pytest.raises(DecodeError, match=r"[Qq]uantization table"):
                 fastprep.decode(NO_DQT)
 
 

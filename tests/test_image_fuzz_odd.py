@@ -125,7 +125,7 @@ def pillow(blob: bytes) -> np.ndarray | None:
             with Image.open(io.BytesIO(blob)) as im:
                 im.load()
                 return np.asarray(ImageOps.exif_transpose(im).convert("RGBA"))
-    except Exception:  # noqa: BLE001 - any refusal of Pillow's counts as a refusal
+    except Exception:
         return None
 
 

@@ -75,8 +75,9 @@ def test_resize_to_pillows_overflow_sizes_raises_memory_error(tmp_path):
 
 def test_a_real_allocation_failure_is_an_error(tmp_path):
     """Sizes that fit the address space but not the memory left: the allocation itself fails."""
-    from PIL import Image
     import io
+
+    from PIL import Image
 
     buf = io.BytesIO()
     Image.new("L", (16000, 16000), 77).save(buf, "JPEG", quality=50)

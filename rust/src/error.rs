@@ -140,9 +140,8 @@ impl DecodeError {
             Self::Truncated(..) => "truncated",
             Self::Corrupt(..) => "corrupt",
             Self::Unsupported(..) => "unsupported",
-            Self::TooLarge { .. } => "too_large",
+            Self::TooLarge { .. } | Self::NoMemory(_) => "too_large",
             Self::Resources(_) => "resources",
-            Self::NoMemory(_) => "too_large",
         }
     }
 }

@@ -63,6 +63,7 @@ pub fn zeroed<T: Zeroable>(len: usize) -> Result<Vec<T>, AllocError> {
     }
     // SAFETY: `p` was allocated by the global allocator with `Layout::array::<T>(len)`, which is
     // what a Vec<T> of capacity `len` uses; all `len` elements are zeroed, a valid T (Zeroable).
+    #[allow(clippy::same_length_and_capacity)] // a full, zeroed buffer: length is capacity
     Ok(unsafe { Vec::from_raw_parts(p, len, len) })
 }
 

@@ -9,7 +9,9 @@ pub use crate::error::DecodeError;
 
 /// The error of an image whose buffers could not be allocated.
 pub fn no_memory(width: usize, height: usize, e: AllocError) -> DecodeError {
-    DecodeError::NoMemory(format!("a {width}x{height} image needs buffers that failed ({e})"))
+    DecodeError::NoMemory(format!(
+        "a {width}x{height} image needs buffers that failed ({e})"
+    ))
 }
 
 /// Pillow's default `Image.MAX_IMAGE_PIXELS` (1024 * 1024 * 1024 // 4 // 3).

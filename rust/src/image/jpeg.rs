@@ -80,7 +80,10 @@ fn classify(msg: String) -> DecodeError {
     let lower = msg.to_ascii_lowercase();
     if lower.contains("insufficient memory") {
         DecodeError::NoMemory(format!("libjpeg-turbo: {msg}"))
-    } else if lower.contains("premature end") || lower.contains("empty") || lower.contains("truncated") {
+    } else if lower.contains("premature end")
+        || lower.contains("empty")
+        || lower.contains("truncated")
+    {
         DecodeError::Truncated("JPEG", msg)
     } else if lower.contains("unsupported")
         || lower.contains("precision")

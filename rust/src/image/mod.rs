@@ -3,8 +3,8 @@
 pub mod alloc;
 pub mod decode;
 mod jpeg;
-pub mod orientation;
 pub mod jpeg_coeffs;
+pub mod orientation;
 pub mod pipeline;
 mod png;
 pub mod resize;

@@ -116,9 +116,7 @@ pub fn tiff_orientation(mut exif: &[u8]) -> Tiff {
             (9, 1) => u32_at(at).map(|v| i64::from(v as i32)),
             // A rational equal to an integer hashes as that integer in Pillow's lookup.
             (5, 1) => match (u32_at(at), u32_at(at + 4)) {
-                (Some(num), Some(den)) if den != 0 && num % den == 0 => {
-                    Some(i64::from(num / den))
-                }
+                (Some(num), Some(den)) if den != 0 && num % den == 0 => Some(i64::from(num / den)),
                 _ => None,
             },
             _ => None,
@@ -367,14 +365,14 @@ mod tests {
                 x.to_le_bytes()
             } else {
                 x.to_be_bytes()
-            })
+            });
         };
         let p32 = |v: &mut Vec<u8>, x: u32| {
             v.extend(if little {
                 x.to_le_bytes()
             } else {
                 x.to_be_bytes()
-            })
+            });
         };
         p16(&mut v, entries.len() as u16);
         for &(tag, typ, n, val) in entries {
@@ -396,7 +394,11 @@ mod tests {
     fn ifd0_orientation_as_pillow_reads_it() {
         for little in [true, false] {
             let e = ifd(little, &[(0x110, 2, 4, 0), (0x112, 3, 1, 6)], 0xFFFF_FF00);
-            assert_eq!(tiff_orientation(&e), Tiff::Present(Some(6)), "bad next-IFD offset");
+            assert_eq!(
+                tiff_orientation(&e),
+                Tiff::Present(Some(6)),
+                "bad next-IFD offset"
+            );
             let mut prefixed = b"Exif\0\0Exif\0\0".to_vec();
             prefixed.extend(&e);
             assert_eq!(tiff_orientation(&prefixed), Tiff::Present(Some(6)));
@@ -405,7 +407,11 @@ mod tests {
                 Tiff::Present(Some(6)),
                 "next offset cut"
             );
-            assert_eq!(tiff_orientation(&e[..e.len() - 6]), Tiff::Absent, "entry cut");
+            assert_eq!(
+                tiff_orientation(&e[..e.len() - 6]),
+                Tiff::Absent,
+                "entry cut"
+            );
             assert_eq!(tiff_orientation(&e[..7]), Tiff::Broken, "header cut");
         }
         let long = ifd(true, &[(0x112, 4, 1, 8)], 0);
@@ -415,8 +421,14 @@ mod tests {
         let pair = ifd(true, &[(0x112, 3, 2, 3)], 0);
         assert_eq!(tiff_orientation(&pair), Tiff::Present(None));
         assert_eq!(tiff_orientation(b"XX*\0\x08\0\0\0"), Tiff::Broken);
-        assert_eq!(resolve(Some(b"II*\0\x08\0\0"), Some(b"tiff:Orientation=\"6\"")), 1);
-        assert_eq!(resolve(Some(&long[..10]), Some(b"tiff:Orientation=\"6\"")), 6);
+        assert_eq!(
+            resolve(Some(b"II*\0\x08\0\0"), Some(b"tiff:Orientation=\"6\"")),
+            1
+        );
+        assert_eq!(
+            resolve(Some(&long[..10]), Some(b"tiff:Orientation=\"6\"")),
+            6
+        );
     }
 
     #[test]

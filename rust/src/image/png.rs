@@ -143,10 +143,7 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
 /// into an 8-bit pixel: 0x2007 makes 7 transparent). fastprep's contract is Pillow's pixels, so the
 /// alpha the decoder derived from tRNS is replaced by that comparison.
 fn pillow_trns_alpha(pixels: &mut [u8], kind: RawKind, color: u8, depth: u8, trns: &[u8]) {
-    let be = |i: usize| {
-        trns.get(i..i + 2)
-            .map(|b| u16::from_be_bytes([b[0], b[1]]))
-    };
+    let be = |i: usize| trns.get(i..i + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
     match (color, kind) {
         (0, RawKind::La) => {
             let Some(mut v) = be(0) else { return };
@@ -179,12 +176,18 @@ fn crc32(bytes: &[u8]) -> u32 {
     for &b in bytes {
         c ^= u32::from(b);
         for _ in 0..8 {
-            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+            c = if c & 1 != 0 {
+                0xEDB8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
         }
     }
     !c
 }
 
+// One pass over the chunks, in file order, as libpng reads them; splitting it hides that order.
+#[allow(clippy::too_many_lines)]
 pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeError> {
     let walk = walk_chunks(data)?;
     // Read first: Pillow refuses some files for their text chunks alone.
@@ -263,15 +266,14 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
             let per = kind.channels();
             let mut out = alloc::with_capacity(width * height * per)
                 .map_err(|e| no_memory(width, height, e))?;
-            out.extend(samples.enumerate()
-                .map(|(i, s)| {
-                    let v = u16::from_be_bytes([s[0], s[1]]);
-                    if per == 2 && i % 2 == 1 {
-                        s[0]
-                    } else {
-                        v.min(255) as u8
-                    }
-                }));
+            out.extend(samples.enumerate().map(|(i, s)| {
+                let v = u16::from_be_bytes([s[0], s[1]]);
+                if per == 2 && i % 2 == 1 {
+                    s[0]
+                } else {
+                    v.min(255) as u8
+                }
+            }));
             out
         } else if kind == RawKind::La {
             // Pillow opens 16-bit gray+alpha as RGBA ("LA;16B" unpacks to L, L, L, A).

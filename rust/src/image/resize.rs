@@ -610,8 +610,7 @@ fn check_sizes(
             region.x,
             region.width,
         ) || !covers(
-            source_span(height, out_height, filter, window.y, window.height)
-                .map_err(no_memory)?,
+            source_span(height, out_height, filter, window.y, window.height).map_err(no_memory)?,
             region.y,
             region.height,
         ))

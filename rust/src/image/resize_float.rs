@@ -2,7 +2,7 @@
 //! weights stay f64 (no fixed point), each output is an f64 sum in tap order stored as f32, and
 //! the intermediate image between the passes is f32, as Pillow's is.
 use super::alloc::{self, AllocError};
-use super::resize::{no_memory, nearest_table, vertical_first, weights, Filter};
+use super::resize::{nearest_table, no_memory, vertical_first, weights, Filter};
 use crate::error::ImageError;
 
 /// Resizes a float32 image of `channels` interleaved channels to `out_width` x `out_height`.
@@ -46,17 +46,14 @@ pub fn resize_f32(
     }
     // Pillow's pass order, as for 8 bits (the intermediate image is f32 and rounds too).
     if out_width != width && vertical_first(width, height, out_width, out_height) {
-        let tall = passes(src, width, height, channels, width, out_height, filter)
-            .map_err(no_memory)?;
+        let tall =
+            passes(src, width, height, channels, width, out_height, filter).map_err(no_memory)?;
         return passes(
             &tall, width, out_height, channels, out_width, out_height, filter,
         )
         .map_err(no_memory);
     }
-    passes(
-        src, width, height, channels, out_width, out_height, filter,
-    )
-    .map_err(no_memory)
+    passes(src, width, height, channels, out_width, out_height, filter).map_err(no_memory)
 }
 
 fn passes(

@@ -253,7 +253,7 @@ fn decode_crop(
     }
     let (sw, sh, _) = decode::stored_size(data)?;
     let o = if spec.apply_exif_orientation {
-        decode::orientation(data, Format::Jpeg, None)
+        decode::orientation(data, Format::Jpeg)
     } else {
         1
     };
@@ -282,9 +282,10 @@ fn decode_crop(
         (None, None)
     };
     let (raw, got) = jpeg::decode_region(data, spec.max_pixels, 1, want, spare_pixels())?;
-    let mut img = decode::convert(raw, Mode::Rgb);
+    let mut img = decode::convert(raw, Mode::Rgb)?;
     if o != 1 {
-        img = decode::orient(&img, o);
+        let turned = decode::orient(&img, o)?;
+        recycle_pixels(std::mem::replace(&mut img, turned).pixels);
     }
     let got = Window {
         x: got.x0,

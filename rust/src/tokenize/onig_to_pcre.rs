@@ -488,6 +488,8 @@ impl<'a> Translator<'a> {
         Ok(false)
     }
 
+    // One match over the pattern syntax, a case per construct: reads best in one piece.
+    #[allow(clippy::too_many_lines)]
     fn run(mut self) -> Result<String, Unsupported> {
         // Whether the previous item can take a quantifier (and had none yet).
         let mut quantifiable = false;

@@ -179,7 +179,7 @@ impl Regex {
             let mut at = 0;
             let mut last_end: Option<usize> = None;
             if let Some(runs) = self.runs {
-                match self.runs_from(s, runs, bytes, &mut f) {
+                match Self::runs_from(s, runs, bytes, &mut f) {
                     Ok(()) => return Ok(()),
                     // A run too long for the JIT stack: the rest goes one match per call.
                     Err(done) => {
@@ -207,7 +207,6 @@ impl Regex {
     /// Every match by runs (see `runs`); `Err(at)`: a run failed for lack of stack, the
     /// matches before `at` were given.
     fn runs_from(
-        &self,
         s: &Scratch,
         runs: NonNull<ffi::pcre2_code_8>,
         bytes: &[u8],
