@@ -244,10 +244,23 @@ impl Regex {
                 let ov = ffi::pcre2_get_ovector_pointer_8(s.md.as_ptr());
                 (*ov, *ov.add(1))
             };
+            // MINLENGTH bounds the subject a match needs, not the match: `(?=b)` has 1 and
+            // can match empty. From an empty piece on, the one-match loop takes over (it skips
+            // an empty match where the last one ended, as onig does; a run would not move on).
             let mut prev = ms;
+            let mut given = at;
+            let mut empty = false;
             for &e in &ends {
+                if e == prev {
+                    empty = true;
+                    break;
+                }
                 f(prev, e);
                 prev = e;
+                given = e;
+            }
+            if empty {
+                break Err(given);
             }
             debug_assert_eq!(prev, me);
             at = me;
@@ -389,8 +402,10 @@ mod tests {
 
     #[test]
     fn empty_matches_follow_onig() {
-        for src in ["", "a*", "x?", r"\s*", "(?=b)", "$", "^"] {
-            for text in ["", "abc", "ba b\n", "é\nb", "\n\n"] {
+        for src in [
+            "", "a*", "x?", r"\s*", "(?=b)", "a|(?=b)", "a|(?=c)", "$", "^",
+        ] {
+            for text in ["", "abc", "aabac", "ba b\n", "é\nb", "\n\n"] {
                 assert_eq!(
                     pcre_matches(src, text),
                     onig_matches(src, text),
