@@ -86,7 +86,12 @@ def encoder(impl: str, case: str, js: str) -> Callable[[str], list[int]]:
                 str(o200k.o200k_file()), pattern=o200k.O200K_PATTERN, special_tokens=o200k.O200K_SPECIAL_TOKENS
             )
         else:
-            ft = fastokens.Tokenizer.from_json_str(js)
+            try:
+                ft = fastokens.Tokenizer.from_json_str(js)
+            except ValueError as e:
+                # fastokens 0.3.5 refuses the tokenizer.json that tokenizers >= 0.22 writes for
+                # these files ("unsupported model type"): a limit of the peer, not a result.
+                pytest.skip(f"fastokens cannot load this tokenizer.json: {e}")
         return lambda t: ft.encode_ordinary(t).ids
     raise ValueError(impl)
 

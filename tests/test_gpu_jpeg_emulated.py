@@ -199,7 +199,9 @@ def test_damaged_scans_fall_back_to_the_cpu_decoder_with_their_index():
 
     good = data.jpeg(data.photos()["china.jpg"][:120, :160], quality=90)
     sos = good.index(b"\xff\xda")
-    short = good[: sos + (len(good) - sos) // 2] + b"\xff\xd9"  # the scan ends early, EOI kept
+    # The scan ends early with no EOI: Pillow refuses it ("image file is truncated"); a scan cut
+    # short but closed by an EOI is only a libjpeg warning, which Pillow decodes.
+    short = good[: sos + (len(good) - sos) // 2]
     blobs = [good, short, good]
     be = EmuBackend()
     batch, ok = gpu_preprocess(blobs, crop=96, resize_shorter=100, on_error="skip", backend=be)
@@ -209,6 +211,12 @@ def test_damaged_scans_fall_back_to_the_cpu_decoder_with_their_index():
     assert "jpeg_write" in [k for k, _, _ in be.launches]
     with pytest.raises(fastprep.DecodeError, match="image 1"):
         gpu_preprocess(blobs, crop=96, resize_shorter=100, backend=be)
+    # Cut short but closed by an EOI: decoded with libjpeg's fill, as on the CPU and in Pillow.
+    closed = [good, short + b"\xff\xd9", good]
+    np.testing.assert_array_equal(
+        gpu_preprocess(closed, crop=96, resize_shorter=100, backend=be),
+        fastprep.preprocess(closed, crop=96, resize_shorter=100),
+    )
 
 
 def test_gpu_preprocess_draft_uses_the_scaled_idcts():
