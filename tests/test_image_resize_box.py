@@ -4,6 +4,8 @@ checks. Pillow is the reference (the test extra pins it); nothing here restates 
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -41,7 +43,12 @@ def _pillow(a: np.ndarray, mode: str) -> Image.Image:
 
 
 def _same(a: np.ndarray, mode: str, size, f: str, box, gap=None) -> None:
-    ref = np.asarray(_pillow(a, mode).resize(size, FILTERS[f], box, gap))
+    try:
+        ref = np.asarray(_pillow(a, mode).resize(size, FILTERS[f], box, gap))
+    except (ValueError, TypeError) as e:  # e.g. reducing_gap's reduce of a zero-height box
+        with pytest.raises(type(e)):
+            fastprep.resize(a, size, filter=f, box=box, reducing_gap=gap, mode=mode)
+        return
     got = fastprep.resize(a, size, filter=f, box=box, reducing_gap=gap, mode=mode)
     assert got.dtype == ref.dtype and got.shape == ref.shape, (got.shape, ref.shape)
     if ref.dtype == bool:  # Pillow's "1" arrays hold 0 / 255 bytes: compare values
@@ -141,3 +148,58 @@ def test_pillow_suite_reducing_gap_cases() -> None:
             for box in (None, (1.2, 2.2, 100.5, 120.2)):
                 for f in ("box", "bicubic", "lanczos", "nearest"):
                     _same(a, "RGB", size, f, box, gap)
+
+
+def _photo(h: int = 128, w: int = 128) -> np.ndarray:
+    rng = np.random.default_rng(7)
+    yy, xx = np.mgrid[0:h, 0:w]
+    a = np.stack([xx * 2 % 256, yy * 2 % 256, (xx * yy) % 256], -1).astype(int)
+    return np.clip(a + rng.integers(-30, 31, a.shape), 0, 255).astype(np.uint8)
+
+
+@pytest.mark.parametrize("f", FILTERS)
+def test_pillow_suite_wrong_arguments(f: str) -> None:
+    # Pillow's Tests/test_image_resample.py TestCoreResampleBox.test_wrong_arguments, re-expressed:
+    # the boxes it accepts give Pillow's bytes, the others Pillow's error type and message.
+    a = _photo()
+    for box in ((0, 0, 128, 128), (20, 20, 128, 128), (20, 20, 20, 100), (20, 20, 100, 20)):
+        _same(a, "RGB", (32, 32), f, box)
+    with pytest.raises(TypeError):
+        fastprep.resize(a, (32, 32), filter=f, box=(128, 128))  # type: ignore[arg-type]
+    for box, match in (
+        ((-20, 20, 100, 100), "can't be negative"),
+        ((20, -20, 100, 100), "can't be negative"),
+        ((20.1, 20, 20, 100), "can't be empty"),
+        ((20, 20.1, 100, 20), "can't be empty"),
+        ((20.1, 20.1, 20, 20), "can't be empty"),
+        ((0, 0, 129, 128), "can't exceed"),
+        ((0, 0, 128, 129), "can't exceed"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            fastprep.resize(a, (32, 32), filter=f, box=box)
+
+
+def test_pillow_suite_tiles_passthrough_and_skips() -> None:
+    # TestCoreResampleBox.test_tiles / test_passthrough / test_no_passthrough / test_skip_*:
+    # every tile, crop-like and one-axis box, compared with Pillow byte for byte.
+    a = _photo(120, 160)
+    dst = (67, 50)
+    scale = (160 / dst[0], 120 / dst[1])
+    for tiles in ((3, 3), (9, 7)):
+        xs = [round(dst[0] / tiles[0] * i) for i in range(tiles[0] + 1)]
+        ys = [round(dst[1] / tiles[1] * i) for i in range(tiles[1] + 1)]
+        for y0, y1 in itertools.pairwise(ys):
+            for x0, x1 in itertools.pairwise(xs):
+                box = (x0 * scale[0], y0 * scale[1], x1 * scale[0], y1 * scale[1])
+                _same(a, "RGB", (x1 - x0, y1 - y0), "bicubic", box)
+    for mode in ("RGB", "RGBA", "L"):
+        img = _array(mode, 100, 128)
+        for size, box in (
+            ((40, 50), (0, 0, 40, 50)),
+            ((40, 50), (10, 20, 50, 70)),
+            ((40, 50), (0.4, 10.4, 40.4, 60.4)),
+            ((40, 50), (10, 20, 50, 90)),  # skip horizontal
+            ((40, 50), (10, 20, 90, 70)),  # skip vertical
+        ):
+            for f in ("nearest", "bicubic", "lanczos"):
+                _same(img, mode, size, f, box)
