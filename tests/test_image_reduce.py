@@ -117,3 +117,26 @@ def test_mode_1_is_refused_as_pillow() -> None:
         Image.fromarray(a).reduce(2)
     with pytest.raises(ValueError):
         fastprep.reduce(a, 2)
+
+
+def test_pillow_suite_args() -> None:
+    # Pillow's Tests/test_image_reduce.py test_args_* re-expressed on a 10x10 L image.
+    a = np.zeros((10, 10), np.uint8)
+    for factor, size in ((3, (4, 4)), ((3, 1), (4, 10)), ((1, 3), (10, 4)), ((2, 4), (5, 3))):
+        assert fastprep.reduce(a, factor).shape == (size[1], size[0])
+    for box, size in (((0, 0, 10, 10), (5, 5)), ((5, 5, 6, 6), (1, 1))):
+        assert fastprep.reduce(a, 2, box=box).shape == (size[1], size[0])
+    for factor, error in ((0, ValueError), (2.0, TypeError), ((0, 10), ValueError)):
+        with pytest.raises(error):
+            fastprep.reduce(a, factor)  # type: ignore[arg-type]
+    for box, error in (
+        ("stri", TypeError),
+        ((0, 0, 11, 10), ValueError),
+        ((0, 0, 10, 11), ValueError),
+        ((-1, 0, 10, 10), ValueError),
+        ((0, -1, 10, 10), ValueError),
+        ((0, 5, 10, 5), ValueError),
+        ((5, 0, 5, 10), ValueError),
+    ):
+        with pytest.raises(error):
+            fastprep.reduce(a, 2, box=box)  # type: ignore[arg-type]
