@@ -19,7 +19,7 @@ from .errors import (
     UnsupportedTokenizerError,
 )
 from .gpu import gpu_resize
-from .image import MAX_IMAGE_PIXELS, decode, decode_batch, pillow_order, resize, resize_batch
+from .image import MAX_IMAGE_PIXELS, decode, decode_batch, pillow_order, reduce, resize, resize_batch
 from .kernels import kernel_names, kernel_source
 from .pipeline import IMAGENET_MEAN, IMAGENET_STD, ImagePipeline, preprocess
 from .pool import Block, BlockPool, PoolStats
@@ -60,6 +60,7 @@ __all__ = [
     "kernel_source",
     "pillow_order",
     "preprocess",
+    "reduce",
     "resize",
     "resize_batch",
 ]

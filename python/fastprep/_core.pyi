@@ -22,6 +22,41 @@ def resize_u8(
 def resize_f32(
     data: Any, height: int, width: int, channels: int, out_width: int, out_height: int, filter: str
 ) -> bytearray: ...
+def resize_box_u8(
+    data: Any,
+    height: int,
+    width: int,
+    channels: int,
+    out_width: int,
+    out_height: int,
+    filter: str,
+    bx: tuple[float, float, float, float],
+    premultiply: bool,
+    reduce: tuple[tuple[int, int], tuple[int, int, int, int]] | None = None,
+) -> PixelBuffer: ...
+def resize_box_f32(
+    data: Any,
+    height: int,
+    width: int,
+    channels: int,
+    out_width: int,
+    out_height: int,
+    filter: str,
+    bx: tuple[float, float, float, float],
+    reduce: tuple[tuple[int, int], tuple[int, int, int, int]] | None = None,
+) -> bytearray: ...
+def reduce_u8(
+    data: Any,
+    height: int,
+    width: int,
+    channels: int,
+    factor: tuple[int, int],
+    bx: tuple[int, int, int, int],
+    premultiply: bool,
+) -> PixelBuffer: ...
+def reduce_f32(
+    data: Any, height: int, width: int, channels: int, factor: tuple[int, int], bx: tuple[int, int, int, int]
+) -> tuple[bytearray, int, int]: ...
 def resize_batch_u8(
     images: list[Any],
     shapes: list[tuple[int, int, int]],

@@ -15,10 +15,10 @@ import importlib.metadata
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from . import _core
+from . import _core, _resize_box
 from .errors import DecodeError
 
-__all__ = ["MAX_IMAGE_PIXELS", "decode", "decode_batch", "pillow_order", "resize", "resize_batch"]
+__all__ = ["MAX_IMAGE_PIXELS", "decode", "decode_batch", "pillow_order", "reduce", "resize", "resize_batch"]
 
 Filter = Literal["nearest", "box", "bilinear", "hamming", "bicubic", "lanczos"]
 Mode = Literal["RGB", "L", "RGBA", "unchanged"]
@@ -187,7 +187,15 @@ def _resize_mode(arr: Any, channels: int, mode: str | None) -> str:
     return mode
 
 
-def resize(image: Any, size: tuple[int, int], *, filter: Filter = "bicubic", mode: str | None = None) -> Any:
+def resize(
+    image: Any,
+    size: tuple[int, int],
+    *,
+    filter: Filter = "bicubic",
+    mode: str | None = None,
+    box: tuple[float, float, float, float] | None = None,
+    reducing_gap: float | None = None,
+) -> Any:
     """Resize an (H, W) or (H, W, C) array to ``size = (width, height)``.
 
     The result is exactly ``np.asarray(PIL.Image.fromarray(image, mode).resize(size, filter))`` of
@@ -199,6 +207,11 @@ def resize(image: Any, size: tuple[int, int], *, filter: Filter = "bicubic", mod
     is always resized with nearest, as Pillow does. int32 and uint16 arrays (Pillow's I and
     I;16) are refused. The GIL is released.
 
+    ``box = (x0, y0, x1, y1)`` (floats) resizes that region of the source, and ``reducing_gap``
+    first reduces by an integer factor (see ``reduce``), both exactly as ``Image.resize`` does
+    (and with its checks: a box outside the image or of negative size, or a gap under 1.0,
+    raise ValueError).
+
     >>> small = resize(np.zeros((480, 640, 3), np.uint8), (224, 168), filter="bilinear")  # doctest: +SKIP
     >>> cmyk = resize(cmyk_pixels, (100, 100), mode="CMYK")  # doctest: +SKIP
     """
@@ -209,6 +222,12 @@ def resize(image: Any, size: tuple[int, int], *, filter: Filter = "bicubic", mod
     out_width, out_height = _size(size)
     mode = _resize_mode(arr, channels, mode)
     arr = np.ascontiguousarray(arr)
+    if box is not None or reducing_gap is not None:
+        _resize_box.check_gap(reducing_gap)
+        out = _resize_with_box(
+            arr.reshape(height, width, channels), mode, (out_width, out_height), filter, box, reducing_gap
+        )
+        return out[..., 0] if arr.ndim == 2 else out
     if mode == "F":
         raw = _core.resize_f32(arr, height, width, channels, out_width, out_height, filter)
         out = np.frombuffer(raw, dtype=np.float32).reshape(out_height, out_width, channels)
@@ -251,3 +270,64 @@ def resize_batch(
     out = np.empty((len(arrs), out_height, out_width, channels), np.uint8)
     _core.resize_batch_u8(arrs, shapes, out, out_width, out_height, filter, num_threads)
     return out[..., 0] if ndim == 2 else out
+
+
+def _resize_with_box(
+    arr: Any, mode: str, size: tuple[int, int], filter: str, box: Any, reducing_gap: float | None
+) -> Any:
+    import numpy as np
+
+    if filter not in ("nearest", "box", "bilinear", "hamming", "bicubic", "lanczos"):
+        raise ValueError(
+            f"filter must be 'nearest', 'box', 'bilinear', 'hamming', 'bicubic' or 'lanczos', got {filter!r}"
+        )
+    height, width, channels = arr.shape
+    fbox = _resize_box.full_box(box, width, height)
+    if size == (width, height) and fbox == (0, 0, width, height):
+        return arr.copy()
+    if mode == "1":
+        filter = "nearest"
+    fbox, pre = _resize_box.plan(size, fbox, filter, reducing_gap, width, height)
+    out_width, out_height = size
+    if mode == "F":
+        raw = _core.resize_box_f32(arr, height, width, channels, out_width, out_height, filter, fbox, pre)
+        return np.frombuffer(raw, dtype=np.float32).reshape(out_height, out_width, channels)
+    if mode == "1":
+        as_u8 = np.ascontiguousarray(arr.view(np.uint8))
+        raw8 = _core.resize_box_u8(as_u8, height, width, channels, out_width, out_height, filter, fbox, False, pre)
+        return np.asarray(raw8) != 0
+    if mode == "LA":
+        rgba = np.ascontiguousarray(arr[..., [0, 0, 0, 1]])
+        out = _core.resize_box_u8(rgba, height, width, 4, out_width, out_height, filter, fbox, True, pre)
+        return np.asarray(out)[..., [0, 3]]
+    premultiply = mode == "RGBA"
+    out = _core.resize_box_u8(arr, height, width, channels, out_width, out_height, filter, fbox, premultiply, pre)
+    return np.asarray(out)
+
+
+def reduce(
+    image: Any, factor: int | tuple[int, int], *, box: tuple[int, int, int, int] | None = None, mode: str | None = None
+) -> Any:
+    """Shrink an (H, W) or (H, W, C) array by an integer ``factor`` (or ``(fx, fy)``), each output
+    pixel the average of one block, exactly ``np.asarray(PIL.Image.fromarray(image, mode).reduce(
+    factor, box))``: the result is ``ceil(width / fx)`` x ``ceil(height / fy)`` (the last column and
+    row average the partial blocks), ``box = (x0, y0, x1, y1)`` (ints) reduces that region, and a
+    factor of (1, 1) is ``Image.crop(box)``. Modes as ``resize`` (RGBA and LA through their
+    premultiplied forms, as Pillow); mode "1" is refused, as Pillow does. The GIL is released.
+    """
+    import numpy as np
+
+    arr = np.asarray(image)
+    height, width, channels = _shape(arr)
+    mode = _resize_mode(arr, channels, mode)
+    fx, fy = _resize_box.factors(factor)
+    if (fx, fy) == (1, 1):
+        return _resize_box.crop(arr, box)
+    if fx < 1 or fy < 1:
+        raise ValueError(f"scale must be > 0, got factor {(fx, fy)}")
+    if mode == "1":
+        raise ValueError("image has wrong mode: reduce does not take mode '1' (bool) images, as in Pillow")
+    ibox = _resize_box.int_box(box, width, height)
+    flat = np.ascontiguousarray(arr).reshape(height, width, channels)
+    out = _resize_box.reduce_array(flat, mode, (fx, fy), ibox)
+    return out[..., 0] if arr.ndim == 2 else out

@@ -39,6 +39,8 @@ unsafe impl Zeroable for i16 {}
 // SAFETY: as above.
 unsafe impl Zeroable for u16 {}
 // SAFETY: as above.
+unsafe impl Zeroable for u32 {}
+// SAFETY: as above.
 unsafe impl Zeroable for i32 {}
 // SAFETY: as above.
 unsafe impl Zeroable for f32 {}

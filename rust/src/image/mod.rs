@@ -7,16 +7,20 @@ pub mod jpeg_coeffs;
 pub mod orientation;
 pub mod pipeline;
 mod png;
+pub mod reduce;
 pub mod resize;
 #[cfg(target_arch = "x86_64")]
 mod resize_avx2;
+pub mod resize_box;
 mod resize_float;
 mod resize_kernels;
 mod resize_passes;
 pub mod train;
 
 pub use decode::{decode, DecodeOptions, Image, Mode, DEFAULT_MAX_PIXELS};
+pub use reduce::{reduce_f32, reduce_u8};
 pub use resize::{
     resize_region_into, resize_u8, resize_window_u8, resize_window_u8_alpha, Filter, Window,
 };
+pub use resize_box::{resize_box_f32, resize_box_u8, PreReduce};
 pub use resize_float::resize_f32;

@@ -537,6 +537,7 @@ fn resize_region_into_alpha(
         window,
         // Pillow resizes RGBA as premultiplied RGBa and converts back.
         premultiply,
+        bx: [0.0, 0.0, width as f32, height as f32],
     };
     convolve(&job, out).map_err(no_memory)?;
     if premultiply {

@@ -44,18 +44,43 @@ pub fn resize_f32(
         }
         return Ok(out);
     }
-    // Pillow's pass order, as for 8 bits (the intermediate image is f32 and rounds too).
-    if out_width != width && vertical_first(width, height, out_width, out_height) {
-        let tall =
-            passes(src, width, height, channels, width, out_height, filter).map_err(no_memory)?;
-        return passes(
-            &tall, width, out_height, channels, out_width, out_height, filter,
-        )
-        .map_err(no_memory);
-    }
-    passes(src, width, height, channels, out_width, out_height, filter).map_err(no_memory)
+    let full = [0.0, 0.0, width as f32, height as f32];
+    convolve_f32(
+        src, width, height, channels, out_width, out_height, filter, full,
+    )
+    .map_err(no_memory)
 }
 
+/// The convolution of `resize_f32` over the source region `bx` (Pillow's `box`), in Pillow's
+/// pass order (as for 8 bits: the intermediate image is f32 and rounds too).
+#[allow(clippy::too_many_arguments, clippy::float_cmp)] // Pillow compares the box exactly
+pub(super) fn convolve_f32(
+    src: &[f32],
+    width: usize,
+    height: usize,
+    channels: usize,
+    out_width: usize,
+    out_height: usize,
+    filter: Filter,
+    bx: [f32; 4],
+) -> Result<Vec<f32>, AllocError> {
+    let need_h = out_width != width || bx[0] != 0.0 || bx[2] != width as f32;
+    if need_h && vertical_first(width, height, out_width, out_height) {
+        let tall_box = [0.0, bx[1], width as f32, bx[3]];
+        let tall = passes(
+            src, width, height, channels, width, out_height, filter, tall_box,
+        )?;
+        let wide_box = [bx[0], 0.0, bx[2], out_height as f32];
+        return passes(
+            &tall, width, out_height, channels, out_width, out_height, filter, wide_box,
+        );
+    }
+    passes(
+        src, width, height, channels, out_width, out_height, filter, bx,
+    )
+}
+
+#[allow(clippy::too_many_arguments, clippy::float_cmp)]
 fn passes(
     src: &[f32],
     width: usize,
@@ -64,10 +89,12 @@ fn passes(
     out_width: usize,
     out_height: usize,
     filter: Filter,
+    bx: [f32; 4],
 ) -> Result<Vec<f32>, AllocError> {
-    let need_h = out_width != width;
-    let need_v = out_height != height;
-    let vert = weights(height, 0.0, height as f32, out_height, filter)?;
+    // Pillow's need_horizontal / need_vertical: a partial box needs the pass at the same size.
+    let need_h = out_width != width || bx[0] != 0.0 || bx[2] != width as f32;
+    let need_v = out_height != height || bx[1] != 0.0 || bx[3] != height as f32;
+    let vert = weights(height, bx[1], bx[3], out_height, filter)?;
     let (first, last) = if need_v {
         let (l, n) = vert.bounds[out_height - 1];
         (vert.bounds[0].0, l + n)
@@ -75,7 +102,7 @@ fn passes(
         (0, height)
     };
     let (img, w, offset): (std::borrow::Cow<'_, [f32]>, usize, usize) = if need_h {
-        let horiz = weights(width, 0.0, width as f32, out_width, filter)?;
+        let horiz = weights(width, bx[0], bx[2], out_width, filter)?;
         let mut tmp = alloc::zeroed(alloc::product(&[out_width, last - first, channels])?)?;
         for (y, out) in tmp.chunks_exact_mut(out_width * channels).enumerate() {
             let line = &src[(y + first) * width * channels..(y + first + 1) * width * channels];

@@ -31,9 +31,23 @@ pub(super) struct Job<'a> {
     pub window: Window,
     /// RGBA: premultiply source rows by alpha as the passes read them (Pillow's RGBa).
     pub premultiply: bool,
+    /// The source region resized, `(x0, y0, x1, y1)` in pixels (Pillow's `box`, as C floats).
+    pub bx: [f32; 4],
 }
 
 impl Job<'_> {
+    /// Pillow's `need_horizontal`: a box that is not the whole width needs the pass even at
+    /// the same size (a shift or a stretch).
+    #[allow(clippy::float_cmp)] // Pillow compares the box exactly
+    fn need_h(&self) -> bool {
+        self.out_width != self.width || self.bx[0] != 0.0 || self.bx[2] != self.width as f32
+    }
+
+    #[allow(clippy::float_cmp)]
+    fn need_v(&self) -> bool {
+        self.out_height != self.height || self.bx[1] != 0.0 || self.bx[3] != self.height as f32
+    }
+
     fn stride(&self) -> usize {
         self.origin.width * self.channels
     }
@@ -58,8 +72,8 @@ impl Job<'_> {
     fn horizontal_coeffs(&self) -> Result<(Coeffs, Vec<(usize, usize)>), AllocError> {
         let c = coeffs(
             self.width,
-            0.0,
-            self.width as f32,
+            self.bx[0],
+            self.bx[2],
             self.out_width,
             self.filter,
         )?;
@@ -77,8 +91,8 @@ impl Job<'_> {
     fn vertical_coeffs(&self) -> Result<Coeffs, AllocError> {
         coeffs(
             self.height,
-            0.0,
-            self.height as f32,
+            self.bx[1],
+            self.bx[3],
             self.out_height,
             self.filter,
         )
@@ -87,9 +101,9 @@ impl Job<'_> {
 
 /// Runs `job` into `out` (`window.width * window.height * channels` bytes).
 pub(super) fn convolve(job: &Job<'_>, out: &mut [u8]) -> Result<(), AllocError> {
-    if job.out_width != job.width
-        && vertical_first(job.width, job.height, job.out_width, job.out_height)
-    {
+    // Pillow 13 decides the order from the whole image's size, not the box's (checked
+    // against 13.0.0 on thousands of boxes where the order changes the bytes).
+    if job.need_h() && vertical_first(job.width, job.height, job.out_width, job.out_height) {
         vertical_then_horizontal(job, out)
     } else {
         horizontal_then_vertical(job, out)
@@ -173,10 +187,10 @@ fn horizontal_then_vertical(job: &Job<'_>, out: &mut [u8]) -> Result<(), AllocEr
     let (c, win) = (job.channels, job.window);
     let stride = job.stride();
     let row_bytes = win.width * c;
-    let hc = if job.out_width == job.width {
-        None
-    } else {
+    let hc = if job.need_h() {
         Some(job.horizontal_coeffs()?)
+    } else {
+        None
     };
     let horiz = hc.as_ref().map(|(hc, bounds)| {
         let taps = Taps {
@@ -207,7 +221,7 @@ fn horizontal_then_vertical(job: &Job<'_>, out: &mut [u8]) -> Result<(), AllocEr
         }
     };
     let rows = win.y..win.y + win.height;
-    if job.out_height == job.height {
+    if !job.need_v() {
         let mut lines = out.chunks_exact_mut(row_bytes);
         let mut r = rows.start;
         while let Some(line) = lines.next() {
