@@ -29,6 +29,7 @@ pub mod pretokenize;
 pub mod sentencepiece;
 pub mod spm_normalize;
 mod startmap;
+pub mod tekken;
 pub mod tiktoken;
 pub mod unicode_scripts;
 pub mod unigram;
