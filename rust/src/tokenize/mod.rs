@@ -8,6 +8,7 @@ mod blockmasks;
 pub mod bpe;
 pub mod bytelevel;
 pub mod bytesmap;
+pub mod cache_cap;
 pub mod charclass;
 mod config;
 pub mod decode;
