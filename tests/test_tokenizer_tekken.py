@@ -53,6 +53,9 @@ def test_ids_and_decode_match_mistral_common_on_the_sample(name: str) -> None:
     # A copy reads special strings as text too (the setting is not in the tokenizer.json).
     copied = pickle.loads(pickle.dumps(fp))
     assert copied.encode(texts[-3], add_special_tokens=False).ids == want[-3]
+    # So does one whose pipeline is rebuilt by setting a component.
+    copied.decoder = copied.decoder
+    assert copied.encode(texts[-3], add_special_tokens=False).ids == want[-3]
 
 
 def test_the_split_engine_is_pcre2() -> None:

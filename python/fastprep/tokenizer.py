@@ -67,6 +67,11 @@ class Tokenizer:
         self._set_core(model)
 
     def _set_core(self, core: _core.Tokenizer) -> None:
+        old = getattr(self, "_core", None)
+        if old is not None:
+            # A rebuilt core (a component set) keeps this setting, which the tokenizer.json
+            # it is rebuilt from does not hold (``from_tekken`` turns it on).
+            core.encode_special_tokens = old.encode_special_tokens
         self._core = core
         if type(self) is Tokenizer:
             # `tok.encode(...)` goes straight to the Rust method (same parameters and defaults
