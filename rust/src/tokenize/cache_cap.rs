@@ -49,49 +49,57 @@ pub fn set_cap_bytes(bytes: Option<usize>) {
     CAP.store(stored, Ordering::Relaxed);
 }
 
-/// `max`, or under a cap the largest power of two of `unit`-byte items fitting in the cap's
-/// `1/share` (at least `min`, so a tiny cap still leaves a working cache).
-fn within(max: usize, unit: usize, share: usize, min: usize) -> usize {
-    match cap_bytes() {
-        None => max,
-        Some(cap) => {
-            let n = cap / share / unit;
-            let pow = if n == 0 { 1 } else { 1 << n.ilog2() };
-            pow.clamp(min.min(max), max)
-        }
-    }
+/// The largest power of two of `unit`-byte items fitting in `1/share` of `cap` (at least
+/// `min`, so a tiny cap still leaves a working cache; at most `max`).
+fn sets_within(cap: usize, max: usize, unit: usize, share: usize, min: usize) -> usize {
+    let n = cap / share / unit;
+    let pow = if n == 0 { 1 } else { 1 << n.ilog2() };
+    pow.max(min).min(max)
+}
+
+/// `limit(cap)` under a cap, else `max`.
+fn capped(max: usize, limit: impl FnOnce(usize) -> usize) -> usize {
+    cap_bytes().map_or(max, limit)
 }
 
 /// Most sets of the hot table (64-byte sets).
 pub(crate) fn hot_sets(max: usize) -> usize {
-    within(max, 64, 4, 16)
+    capped(max, |cap| sets_within(cap, max, 64, 4, 16))
 }
 
 /// Most sets of the wide table (128-byte sets).
 pub(crate) fn wide_sets(max: usize) -> usize {
-    within(max, 128, 8, 16)
+    capped(max, |cap| sets_within(cap, max, 128, 8, 16))
 }
 
 /// Most tokens of a pool (8 bytes each).
 pub(crate) fn pool_tokens(max: usize) -> usize {
-    match cap_bytes() {
-        None => max,
-        Some(cap) => (cap / 32 / 8).clamp(64, max),
-    }
+    capped(max, |cap| (cap / 32 / 8).max(64).min(max))
 }
 
 /// Most pieces of the full cache (up to ~100 bytes each in its table).
 pub(crate) fn full_pieces(max: usize) -> usize {
-    match cap_bytes() {
-        None => max,
-        Some(cap) => (cap / 512).clamp(16, max),
-    }
+    capped(max, |cap| (cap / 512).max(16).min(max))
 }
 
 /// Most tokens the full cache keeps (8 bytes each).
 pub(crate) fn full_tokens(max: usize) -> usize {
-    match cap_bytes() {
-        None => max,
-        Some(cap) => (cap / 16 / 8).clamp(256, max),
+    capped(max, |cap| (cap / 16 / 8).max(256).min(max))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sets_within;
+
+    #[test]
+    fn sets_are_a_power_of_two_within_the_share() {
+        const MIB: usize = 1 << 20;
+        // 1 MiB, a quarter of it in 64-byte sets: 4096.
+        assert_eq!(sets_within(MIB, 1 << 19, 64, 4, 16), 4096);
+        // Not a power of two: rounded down.
+        assert_eq!(sets_within(3 * MIB, 1 << 19, 64, 4, 16), 8192);
+        // Tiny and huge caps: the floor and the built-in size.
+        assert_eq!(sets_within(0, 1 << 19, 64, 4, 16), 16);
+        assert_eq!(sets_within(1 << 40, 1 << 19, 64, 4, 16), 1 << 19);
     }
 }
