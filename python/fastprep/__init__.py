@@ -8,6 +8,7 @@ from __future__ import annotations
 from . import decoders, errors, hf
 from ._core import __version__, build_profile
 from ._info import build_info
+from ._token_cache import set_token_cache_mb, token_cache_bytes, token_cache_mb
 from .decoders import DecodeStream
 from .errors import (
     DecodeError,
@@ -63,4 +64,7 @@ __all__ = [
     "reduce",
     "resize",
     "resize_batch",
+    "set_token_cache_mb",
+    "token_cache_bytes",
+    "token_cache_mb",
 ]

@@ -26,8 +26,11 @@ from .added_token import AddedToken, _added
 __all__ = ["AddedToken", "Encoding", "Tokenizer"]
 
 
-def _unpickle(cls: type[Tokenizer], json: str) -> Tokenizer:
-    return cls.from_str(json)
+def _unpickle(cls: type[Tokenizer], json: str, encode_special_tokens: bool = False) -> Tokenizer:
+    tok = cls.from_str(json)
+    # Not in the tokenizer.json, but part of how it encodes (``from_tekken`` turns it on).
+    tok.encode_special_tokens = encode_special_tokens
+    return tok
 
 
 async def _in_thread(fn: Callable[..., Any], *args: Any) -> Any:
@@ -49,7 +52,8 @@ class Tokenizer:
 
     ``Tokenizer(model)`` with a ``tokenizers.models`` object (``BPE``, ``WordPiece``...) starts a
     pipeline as ``tokenizers.Tokenizer(model)`` does (needs ``tokenizers``); the other ways in are
-    ``from_file``, ``from_str``, ``from_pretrained``, ``from_sentencepiece`` and ``from_tiktoken``.
+    ``from_file``, ``from_str``, ``from_pretrained``, ``from_sentencepiece``, ``from_tiktoken`` and
+    ``from_tekken``.
     Pickling (and ``copy.copy``/``copy.deepcopy``) carries the tokenizer.json with the current
     padding, truncation and added tokens, not the caches, so it is as small as that file.
     """
@@ -63,6 +67,11 @@ class Tokenizer:
         self._set_core(model)
 
     def _set_core(self, core: _core.Tokenizer) -> None:
+        old = getattr(self, "_core", None)
+        if old is not None:
+            # A rebuilt core (a component set) keeps this setting, which the tokenizer.json
+            # it is rebuilt from does not hold (``from_tekken`` turns it on).
+            core.encode_special_tokens = old.encode_special_tokens
         self._core = core
         if type(self) is Tokenizer:
             # `tok.encode(...)` goes straight to the Rust method (same parameters and defaults
@@ -74,13 +83,13 @@ class Tokenizer:
     def __reduce__(self) -> tuple[Any, ...]:
         # The tokenizer.json (with padding, truncation and added tokens) is the whole state; a
         # copy gets its own core, so settings changed on it leave the original alone.
-        return (_unpickle, (type(self), self.to_str()))
+        return (_unpickle, (type(self), self.to_str(), self.encode_special_tokens))
 
     def __copy__(self) -> Tokenizer:
-        return _unpickle(type(self), self.to_str())
+        return _unpickle(type(self), self.to_str(), self.encode_special_tokens)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Tokenizer:
-        return _unpickle(type(self), self.to_str())
+        return _unpickle(type(self), self.to_str(), self.encode_special_tokens)
 
     # -- loading -----------------------------------------------------------------------------
     @classmethod
@@ -158,6 +167,19 @@ class Tokenizer:
         text = Path(path).read_text(encoding="utf-8")
         specials = sorted((special_tokens or {}).items(), key=lambda kv: kv[1])
         return cls(_core.Tokenizer.from_tiktoken(text, pattern, specials))
+
+    @classmethod
+    def from_tekken(cls, path: str | os.PathLike[str]) -> Tokenizer:
+        """Load a Mistral Tekken file (``tekken_*.json``, as mistral-common ships them).
+
+        Ids are mistral-common's: ``encode(s).ids`` is ``Tekkenizer.encode(s, bos=True, eos=False)``
+        and ``encode(s, add_special_tokens=False).ids`` is ``bos=False``; ``decode(ids)`` (special
+        tokens skipped) is its ``decode``. As in mistral-common, special strings such as
+        ``[INST]`` in the text are read as text (``encode_special_tokens`` is on; set it to
+        False to cut them out as control tokens, as HF's Tekken tokenizer.json files do).
+        """
+        text = Path(path).read_text(encoding="utf-8")
+        return cls(_core.Tokenizer.from_tekken(text))
 
     def describe(self) -> dict[str, Any]:
         """How this tokenizer runs: the encode loop and, for each pre-tokenizer, its engine.

@@ -14,6 +14,7 @@ mod kernels;
 mod pool;
 mod text;
 mod threads;
+mod token_cache;
 mod tokenize;
 
 use pyo3::prelude::*;
@@ -30,6 +31,9 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<encoding::PyEncoding>()?;
     m.add_function(wrap_pyfunction!(pool::pool_stress, m)?)?;
     m.add_function(wrap_pyfunction!(info::build_info, m)?)?;
+    m.add_function(wrap_pyfunction!(token_cache::set_token_cache_cap, m)?)?;
+    m.add_function(wrap_pyfunction!(token_cache::token_cache_cap, m)?)?;
+    m.add_function(wrap_pyfunction!(token_cache::token_cache_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(image::resize_u8, m)?)?;
     m.add_function(wrap_pyfunction!(image::resize_f32, m)?)?;
     m.add_function(wrap_pyfunction!(image::resize_batch_u8, m)?)?;

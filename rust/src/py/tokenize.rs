@@ -266,6 +266,13 @@ impl PyTokenizer {
         })?))
     }
 
+    /// A tokenizer from the text of a Mistral Tekken file (`tekken_*.json`).
+    #[staticmethod]
+    fn from_tekken(py: Python<'_>, text: &str) -> PyResult<Self> {
+        let text = text.to_owned();
+        Ok(Self::new_from(py.detach(|| Tokenizer::from_tekken(&text))?))
+    }
+
     /// The encode loop and each pre-tokenizer with the engine that runs it.
     fn describe(&self) -> (&'static str, Vec<(String, String)>) {
         let tok = self.core();

@@ -6,6 +6,7 @@
 //! are cached per thread (like HF's per-thread cache) keyed by the piece's bytes.
 use super::bytelevel::{decode_token_into, BYTE_CHAR};
 use super::bytesmap::{self, BytesMap};
+use super::cache_cap;
 use super::load_thread::side_by_side;
 pub(crate) use super::piece_cache::Pending;
 use super::piece_cache::{wide_key, wide_key_at, HotCache, WideCache, HOT_TOKENS_MAX, WIDE_LEN};
@@ -77,7 +78,9 @@ impl Cache {
         key: &[u8],
         tokens: &[(u32, u32)],
     ) {
-        if map.len() >= CACHE_CAPACITY || all.len() + tokens.len() > u32::MAX as usize {
+        if map.len() >= cache_cap::full_pieces(CACHE_CAPACITY)
+            || all.len() + tokens.len() > cache_cap::full_tokens(u32::MAX as usize)
+        {
             // The full cache starts over; the small caches in front of it keep the frequent
             // pieces (they were emptied too).
             map.clear();
@@ -86,6 +89,14 @@ impl Cache {
         let start = all.len() as u32;
         all.extend_from_slice(tokens);
         map.insert(key, (start, tokens.len() as u32));
+    }
+
+    /// Bytes held by the caches.
+    fn bytes(&self) -> usize {
+        self.map.bytes()
+            + self.tokens.capacity() * std::mem::size_of::<(u32, u32)>()
+            + self.hot.bytes()
+            + self.wide.bytes()
     }
 
     fn clear(&mut self) {
@@ -143,6 +154,11 @@ impl Scratch {
             }
         }
         &mut self.caches[0].2
+    }
+
+    /// Bytes held by this thread's caches, of all models.
+    pub fn cache_bytes(&self) -> usize {
+        self.caches.iter().map(|c| c.2.bytes()).sum()
     }
 
     /// The cached tokens of `key` for the model `model_id`.

@@ -313,6 +313,14 @@ impl<V: Copy + Default> BytesMap<V> {
         }
     }
 
+    /// Bytes held: the table, the keys' tails and the filter.
+    #[must_use]
+    pub fn bytes(&self) -> usize {
+        self.slots.capacity() * std::mem::size_of::<Entry<V>>()
+            + self.arena.capacity()
+            + self.filter.capacity() * 8
+    }
+
     #[must_use]
     pub fn len(&self) -> usize {
         self.len

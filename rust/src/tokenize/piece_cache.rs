@@ -12,6 +12,7 @@
 //!   multilingual corpus's pieces, which took ~140 ns each through the vocabulary and the full
 //!   cache before).
 use super::bytesmap;
+use super::cache_cap;
 use super::huge_table::{HugeTable, Zeroable};
 
 /// Appends the first `n` (at most `N`) of `src` to `ids`: a fixed-size copy and a length bump,
@@ -260,8 +261,10 @@ impl HotCache {
             return;
         }
         if self.sets.is_empty() {
-            self.resize(HOT_SETS_MIN);
-        } else if self.stored * GROW_LOAD > self.sets.len() && self.sets.len() < HOT_SETS_MAX {
+            self.resize(HOT_SETS_MIN.min(cache_cap::hot_sets(HOT_SETS_MAX)));
+        } else if self.stored * GROW_LOAD > self.sets.len()
+            && self.sets.len() < cache_cap::hot_sets(HOT_SETS_MAX)
+        {
             self.grow();
         }
         let mut slot = HotSlot {
@@ -327,10 +330,15 @@ impl HotCache {
     fn grow(&mut self) {
         self.mask = grow_to(
             &mut self.sets,
-            HOT_SETS_MAX,
+            cache_cap::hot_sets(HOT_SETS_MAX),
             |set| &mut set.0,
             |s, mask| (s.meta & 31 != 0).then(|| Self::hash(s.k0, s.k1) & mask),
         );
+    }
+
+    /// Bytes held: the table and the pool.
+    pub(crate) fn bytes(&self) -> usize {
+        self.sets.len() * std::mem::size_of::<HotSet>() + self.pool.bytes()
     }
 
     pub(crate) fn clear(&mut self) {
@@ -490,9 +498,12 @@ impl WideCache {
             return;
         }
         if self.sets.is_empty() {
-            self.sets = HugeTable::zeroed(WIDE_SETS_MIN);
-            self.mask = WIDE_SETS_MIN - 1;
-        } else if self.stored * GROW_LOAD > self.sets.len() && self.sets.len() < WIDE_SETS_MAX {
+            let sets = WIDE_SETS_MIN.min(cache_cap::wide_sets(WIDE_SETS_MAX));
+            self.sets = HugeTable::zeroed(sets);
+            self.mask = sets - 1;
+        } else if self.stored * GROW_LOAD > self.sets.len()
+            && self.sets.len() < cache_cap::wide_sets(WIDE_SETS_MAX)
+        {
             self.grow();
         }
         let mut slot = WideSlot {
@@ -524,13 +535,18 @@ impl WideCache {
     fn grow(&mut self) {
         self.mask = grow_to(
             &mut self.sets,
-            WIDE_SETS_MAX,
+            cache_cap::wide_sets(WIDE_SETS_MAX),
             |set| &mut set.0,
             |s, mask| {
                 let len = (s.meta & 63) as usize;
                 (len != 0).then(|| Self::hash(len, &s.k) & mask)
             },
         );
+    }
+
+    /// Bytes held: the table and the pool.
+    pub(crate) fn bytes(&self) -> usize {
+        self.sets.len() * std::mem::size_of::<WideSet>() + self.pool.bytes()
     }
 
     pub(crate) fn clear(&mut self) {
@@ -582,7 +598,7 @@ const POOL_TOKENS: usize = 1 << 20;
 impl Pool {
     /// Appends `tokens` and returns where they start, or `None` when they do not fit.
     fn push(&mut self, tokens: &[(u32, u32)]) -> Option<u32> {
-        if self.0.len() + tokens.len() > POOL_TOKENS {
+        if self.0.len() + tokens.len() > cache_cap::pool_tokens(POOL_TOKENS) {
             return None;
         }
         let at = self.0.len() as u32;
@@ -602,6 +618,10 @@ impl Pool {
     #[cfg(test)]
     fn len(&self) -> usize {
         self.0.len()
+    }
+
+    fn bytes(&self) -> usize {
+        self.0.capacity() * std::mem::size_of::<(u32, u32)>()
     }
 }
 
