@@ -24,6 +24,7 @@ import io
 import json
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -108,6 +109,7 @@ def _pillow(data: bytes, mode: str) -> Any:
 def _refusal(exc: BaseException) -> str:
     reason = getattr(exc, "reason", None)
     text = str(exc).splitlines()[0][:120] if str(exc) else ""
+    text = re.sub(r"<_io.BytesIO object at 0x[0-9a-f]+>", "<BytesIO>", text)
     return f"{type(exc).__name__}{'(' + reason + ')' if reason else ''}: {text}"
 
 
@@ -248,11 +250,13 @@ def main(argv: list[str]) -> int:
             text=True,
         )
         batch_mismatch: list[str] = []
+        batch_compared = 0
         if proc.returncode != 0:
             batch_mismatch.append(f"decode_batch process failed (exit {proc.returncode}): {proc.stderr[-500:]}")
         else:
             batch = json.loads(proc.stdout)
             single = {(r["file"], r["mode"]): r.get("digest", "refused") for r in rows}
+            batch_compared = len(batch)
             for key, digest in batch.items():
                 name, mode, threads = key.split("|")
                 want = single[(name, mode)]
@@ -268,9 +272,14 @@ def main(argv: list[str]) -> int:
     print(f"{'':18}" + "".join(f"{m:>11}" for m in MODES) + f"{'total':>8}")
     for k in kinds:
         print(f"{k:18}" + "".join(f"{by_mode[m][k]:>11}" for m in MODES) + f"{counts[k]:>8}")
-    print(f"decode_batch (shuffled, 1 and 2 threads) vs decode: {len(batch_mismatch)} mismatches")
+    print(
+        f"decode_batch (shuffled, 1 and 2 threads) vs decode: {batch_compared} results compared, "
+        f"{len(batch_mismatch)} mismatches"
+    )
     for line in batch_mismatch:
         print("  " + line)
+    kinds_seen = Counter(" ".join(r.get("pillow", "").split()[:2]) for r in rows if r["mode"] == "RGB")
+    print("files by Pillow's format and mode: " + ", ".join(f"{k} {n}" for k, n in sorted(kinds_seen.items())))
     print("\nNot identical:")
     for r in rows:
         if r["kind"] not in ("identical",):
@@ -285,6 +294,8 @@ def main(argv: list[str]) -> int:
                     "missing": missing,
                     "counts": dict(counts),
                     "by_mode": {m: dict(c) for m, c in by_mode.items()},
+                    "files_by_format_mode": dict(kinds_seen),
+                    "batch_compared": batch_compared,
                     "batch_mismatches": batch_mismatch,
                     "cases": [r for r in rows if r["kind"] != "identical"],
                     "identical": sorted({r["file"] for r in rows if r["kind"] == "identical"}),
