@@ -10,7 +10,8 @@ call returns Pillow's result (so Pillow's assertions keep checking Pillow) and i
 with ``fastprep.resize`` from ``np.asarray(image)``, and the bytes are compared. The core-level
 calls of ``TestImagingCoreResize`` (``im.im.resize``, no premultiplication) are compared too
 (RGBA as fastprep's ``mode="RGBa"``). A call fastprep cannot express (a ``box`` other than the
-whole image, a ``reducing_gap`` that reduces, the MKS filters, modes P, I, I;16, ...) is counted
+whole image, a ``reducing_gap`` that reduces, unless ``fastprep.resize`` takes ``box=`` /
+``reducing_gap=``; the MKS filters, modes P, I, I;16, ...) is counted
 as unsupported with its reason. Prints pytest's summary, the counts and every difference. Not
 part of the CI suite (it needs the Pillow sources).
 """
@@ -18,6 +19,7 @@ part of the CI suite (it needs the Pillow sources).
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import shutil
@@ -38,6 +40,8 @@ from sweep import _extract
 import fastprep
 
 FILES = ("test_image_resize.py", "test_image_resample.py", "test_image_reduce.py", "test_image_thumbnail.py")
+# box= and reducing_gap= (Pillow's names) are passed on once fastprep.resize takes them
+FASTPREP_RESIZE_ARGS = set(inspect.signature(fastprep.resize).parameters)
 U8_MODES = ("L", "LA", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr", "RGBa")
 
 
@@ -69,9 +73,14 @@ class Recorder:
         if im.mode in ("1", "P"):
             name = "nearest"
         w, h = im.size
+        kwargs: dict[str, Any] = {}
         if box is not None and tuple(box) != (0, 0, w, h):
-            return self._unsupported("box= other than the whole image")
-        if reducing_gap is not None and name != "nearest":
+            if "box" not in FASTPREP_RESIZE_ARGS:
+                return self._unsupported("box= other than the whole image")
+            kwargs["box"] = tuple(box)
+        if reducing_gap is not None and "reducing_gap" in FASTPREP_RESIZE_ARGS:
+            kwargs["reducing_gap"] = reducing_gap
+        elif reducing_gap is not None and name != "nearest":
             fx = int(w / size[0] / reducing_gap) or 1
             fy = int(h / size[1] / reducing_gap) or 1
             if fx > 1 or fy > 1:
@@ -89,7 +98,7 @@ class Recorder:
             return self._unsupported("empty source image")
         arr = np.asarray(im)
         try:
-            got = fastprep.resize(arr, size, filter=name, mode=mode)
+            got = fastprep.resize(arr, size, filter=name, mode=mode, **kwargs)
         except Exception as exc:
             return self._unsupported(f"fastprep raised {type(exc).__name__}: {str(exc)[:80]}")
         want = np.asarray(out)
