@@ -1,12 +1,13 @@
 """Decode every JPEG/PNG/APNG/MPO test image of Pillow with Pillow and with fastprep, and compare.
 
-    .venv/bin/python tests/upstream_pillow/sweep.py PATH [--json OUT] [--batch N]
+    .venv/bin/python tests/upstream_pillow/sweep.py PATH [--json OUT] [--batch N] [--max-pixels N]
 
 PATH is a checkout of github.com/python-pillow/Pillow (or its bare git directory); the files
 are ``Tests/images/**/*.{jpg,jpeg,png,apng,mpo}``. Each file is decoded in modes RGB, L, RGBA and
 "unchanged" by fastprep's contract (``ImageOps.exif_transpose(Image.open(f)).convert(mode)``,
 Pillow's ``MAX_IMAGE_PIXELS`` limit: the warning above it is taken as a refusal, as fastprep
-refuses) and by ``fastprep.decode``. The fastprep side runs in subprocesses of ``--batch`` files
+refuses; ``--max-pixels`` lowers both limits, to try the boundary on these files) and by
+``fastprep.decode``. The fastprep side runs in subprocesses of ``--batch`` files
 each; a batch that dies is rerun file by file so a crash is pinned to its file and counted.
 Each case is classified: identical / both refuse / fastprep refuses / Pillow refuses /
 pixel difference / crash. Then every file is decoded again with ``fastprep.decode_batch`` in a
@@ -117,11 +118,15 @@ def _digest(arr: Any) -> str:
     return hashlib.sha1(f"{arr.shape}{arr.dtype}".encode() + arr.tobytes()).hexdigest()
 
 
-def _compare_file(path: Path, name: str) -> list[dict[str, Any]]:
+def _compare_file(path: Path, name: str, max_pixels: int | None) -> list[dict[str, Any]]:
     import numpy as np
     from PIL import Image
 
     import fastprep
+
+    if max_pixels is not None:
+        Image.MAX_IMAGE_PIXELS = max_pixels
+    limit = {} if max_pixels is None else {"max_pixels": max_pixels}
 
     data = path.read_bytes()
     try:
@@ -138,7 +143,7 @@ def _compare_file(path: Path, name: str) -> list[dict[str, Any]]:
         except Exception as exc:
             ref, pil_err = None, _refusal(exc)
         try:
-            got = fastprep.decode(data, mode=mode)
+            got = fastprep.decode(data, mode=mode, **limit)
             fp_err = None
             row["digest"] = _digest(got)
         except Exception as exc:
@@ -166,18 +171,19 @@ def _compare_file(path: Path, name: str) -> list[dict[str, Any]]:
     return rows
 
 
-def _worker(root: Path, names: list[str]) -> None:
+def _worker(root: Path, names: list[str], max_pixels: int | None) -> None:
     """Compares ``names`` and prints one JSON line per file as soon as it is done."""
     crash_on = os.environ.get("SWEEP_ABORT_ON")  # to check the crash guard: abort on this file
     for name in names:
         if name == crash_on:
             os.abort()
-        print(json.dumps(_compare_file(root / name, name)), flush=True)
+        print(json.dumps(_compare_file(root / name, name, max_pixels)), flush=True)
 
 
-def _run_worker(root: Path, names: list[str]) -> tuple[list[dict[str, Any]], int, str]:
+def _run_worker(root: Path, names: list[str], max_pixels: int | None) -> tuple[list[dict[str, Any]], int, str]:
+    limit = [] if max_pixels is None else ["--max-pixels", str(max_pixels)]
     proc = subprocess.run(
-        [sys.executable, __file__, "--worker", str(root)],
+        [sys.executable, __file__, "--worker", *limit, str(root)],
         input="\n".join(names),
         capture_output=True,
         text=True,
@@ -186,17 +192,20 @@ def _run_worker(root: Path, names: list[str]) -> tuple[list[dict[str, Any]], int
     return rows, proc.returncode, proc.stderr[-2000:]
 
 
-def _batch_check(root: Path, names: list[str], seed: int) -> None:
+def _batch_check(root: Path, names: list[str], seed: int, max_pixels: int | None) -> None:
     """decode_batch in shuffled orders; prints {file|mode: digest or error} as JSON."""
     import fastprep
 
+    limit = {} if max_pixels is None else {"max_pixels": max_pixels}
     out: dict[str, str] = {}
     blobs = {n: (root / n).read_bytes() for n in names}
     for mode in MODES:
         for threads in (1, 2):
             order = list(names)
             random.Random(seed + threads).shuffle(order)
-            res = fastprep.decode_batch([blobs[n] for n in order], mode=mode, num_threads=threads, on_error="skip")
+            res = fastprep.decode_batch(
+                [blobs[n] for n in order], mode=mode, num_threads=threads, on_error="skip", **limit
+            )
             for n, arr in zip(order, res, strict=True):
                 key = f"{n}|{mode}|{threads}"
                 out[key] = "refused" if arr is None else _digest(arr)
@@ -208,14 +217,17 @@ def main(argv: list[str]) -> int:
     ap.add_argument("path", type=Path)
     ap.add_argument("--json", type=Path, help="write every case here")
     ap.add_argument("--batch", type=int, default=40, help="files per subprocess")
+    ap.add_argument(
+        "--max-pixels", type=int, default=None, help="a lower limit for both (Image.MAX_IMAGE_PIXELS, max_pixels=)"
+    )
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     ap.add_argument("--batch-check", type=int, default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.worker:
-        _worker(args.path, [n for n in sys.stdin.read().splitlines() if n])
+        _worker(args.path, [n for n in sys.stdin.read().splitlines() if n], args.max_pixels)
         return 0
     if args.batch_check is not None:
-        _batch_check(args.path, [n for n in sys.stdin.read().splitlines() if n], args.batch_check)
+        _batch_check(args.path, [n for n in sys.stdin.read().splitlines() if n], args.batch_check, args.max_pixels)
         return 0
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -225,13 +237,13 @@ def main(argv: list[str]) -> int:
         crashes: list[dict[str, Any]] = []
         for i in range(0, len(names), args.batch):
             chunk = names[i : i + args.batch]
-            got, code, _err = _run_worker(root, chunk)
+            got, code, _err = _run_worker(root, chunk, args.max_pixels)
             if code != 0:  # rerun the files not reported, one per process, to pin the crash
                 done = {r["file"] for r in got}
                 for name in chunk:
                     if name in done:
                         continue
-                    one, code1, err1 = _run_worker(root, [name])
+                    one, code1, err1 = _run_worker(root, [name], args.max_pixels)
                     if code1 != 0 and not one:
                         tail = err1.strip().splitlines()[-1:] or [f"exit code {code1}"]
                         crash = {"kind": "crash", "reason": f"exit {code1}: {tail[0][:200]}"}
@@ -243,8 +255,9 @@ def main(argv: list[str]) -> int:
 
         # decode_batch, shuffled, against the single-image digests
         ok = [n for n in names if n not in {c["file"] for c in crashes}]
+        limit = [] if args.max_pixels is None else ["--max-pixels", str(args.max_pixels)]
         proc = subprocess.run(
-            [sys.executable, __file__, "--batch-check", "1234", str(root)],
+            [sys.executable, __file__, "--batch-check", "1234", *limit, str(root)],
             input="\n".join(ok),
             capture_output=True,
             text=True,
