@@ -17,7 +17,7 @@ import pytest
 import fastprep
 
 GATE = Path(__file__).resolve().parents[1] / "benches" / "gate.py"
-CHECKS = "resize_1080p_bilinear,pool_acquire_1MiB"
+CHECKS = "resize_1080p_bilinear,pool_acquire_16MiB"
 
 pytestmark = pytest.mark.skipif(
     fastprep.build_profile != "release", reason="the gate times release builds only (this is a debug build)"
@@ -37,7 +37,7 @@ def test_baseline_covers_every_gated_path():
         "tokenizer_cl100k_batch",
         "image_pipeline_1080p",
         "resize_1080p_bilinear",
-        "pool_acquire_1MiB",
+        "pool_acquire_16MiB",
     ):
         entry = baseline[name]
         # A floor that a 2x slowdown would pass is no gate.
