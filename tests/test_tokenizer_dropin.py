@@ -249,9 +249,10 @@ def test_encode_batch_fast_and_async(bert):
             g.type_ids,
             g.special_tokens_mask,
         )
-        # tokenizers leaves the model's token strings empty and the words None here; fastprep
-        # gives them (documented in docs/tokenizer-api.md)
-        assert g.tokens == f.tokens and g.word_ids == f.word_ids
+        # As tokenizers: the model's token strings empty, no words (only ids are kept), while the
+        # post-processor's tokens ([CLS], [SEP]) keep their text.
+        assert (g.tokens, g.word_ids, g.sequence_ids) == (r.tokens, r.word_ids, r.sequence_ids)
+        assert "" in g.tokens and g.tokens != f.tokens and g.ids == f.ids
 
     async def run():
         a = await fp.async_encode_batch(batch)
@@ -376,3 +377,11 @@ def test_encode_special_tokens(bert):
         tok.add_tokens(["of_text>"])
     assert diff(hf.encode(text), fp.encode(text)) is None
     assert diff(hf.encode_batch([text, (text, text)])[1], fp.encode_batch([text, (text, text)])[1]) is None
+
+
+def test_repr_is_tokenizers_repr():
+    hf, fp = _both(wp.bert_tokenizer_json())
+    assert repr(fp) == repr(hf)
+    hf.enable_padding(length=8)
+    fp.enable_padding(length=8)
+    assert repr(fp) == repr(hf) and "padding=PaddingParams(" in repr(fp)

@@ -251,8 +251,9 @@ class Tokenizer:
         *,
         num_threads: int | None = None,
     ) -> list[Encoding]:
-        """``encode_batch`` without offsets (all ``(0, 0)``), as ``tokenizers``' ``encode_batch_fast``:
-        for callers that only read ids, tokens and masks."""
+        """``encode_batch`` keeping only the ids and masks, as ``tokenizers``' ``encode_batch_fast``:
+        offsets ``(0, 0)``, token strings empty (those the post-processor adds, such as
+        ``[CLS]``, excepted), no word ids, and type id 0 before the post-processor."""
         if not isinstance(input, (list, tuple)):
             input = list(input)
         return self._core.encode_batch(input, is_pretokenized, add_special_tokens, num_threads, False, True)
@@ -485,4 +486,9 @@ class Tokenizer:
         self._set_core(_core.Tokenizer.from_str(doc))
 
     def __repr__(self) -> str:
-        return f"fastprep.Tokenizer(vocab_size={self.get_vocab_size()})"
+        # tokenizers' repr is its Rust Debug dump of the whole pipeline (vocabulary included):
+        # that exact text when tokenizers is installed and reads the file, a short form otherwise.
+        try:
+            return repr(_components._hf_class().from_str(self.to_str()))
+        except Exception:
+            return f"fastprep.Tokenizer(vocab_size={self.get_vocab_size()})"

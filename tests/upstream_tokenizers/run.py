@@ -96,8 +96,17 @@ def _local_files(dest: Path) -> dict[str, str]:
         (snap / "tokenizer.json").write_text(text)
         (repo / "refs").mkdir()
         (repo / "refs" / "main").write_text("0" * 40)
+    # revision="gpt-2" of anthony/tokenizers-test: the same file under a second ref.
+    (hub / "models--anthony--tokenizers-test" / "refs" / "gpt-2").write_text("0" * 40)
     os.environ["HF_HOME"] = str(dest / "hf")
     os.environ["HF_HUB_CACHE"] = str(hub)
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    # huggingface_hub reads these once, at import; it may be imported already (by datasets).
+    constants = sys.modules.get("huggingface_hub.constants")
+    if constants is not None:
+        constants.HF_HOME = str(dest / "hf")
+        constants.HF_HUB_CACHE = str(hub)
+        constants.HF_HUB_OFFLINE = True
     char = tokenizers.CharBPETokenizer()
     char.train([str(dest / "small.txt")], vocab_size=2000)
     char.save_model(str(dest), "openai")

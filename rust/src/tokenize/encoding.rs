@@ -35,6 +35,17 @@ pub enum Direction {
 }
 
 impl Encoding {
+    /// What HF's encodings without offsets hold beside the ids: empty token strings, no words,
+    /// type id 0, offsets (0, 0).
+    pub fn keep_ids_only(&mut self) {
+        self.strings.clear();
+        self.strings.push("".into());
+        self.token_refs.iter_mut().for_each(|r| *r = 0);
+        self.words.iter_mut().for_each(|w| *w = NO_WORD);
+        self.type_ids.iter_mut().for_each(|t| *t = 0);
+        self.offsets.iter_mut().for_each(|o| *o = (0, 0));
+    }
+
     #[must_use]
     pub fn len(&self) -> usize {
         self.ids.len()

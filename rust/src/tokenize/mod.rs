@@ -360,17 +360,23 @@ impl Tokenizer {
         type_id: u32,
         offsets: Offsets,
     ) -> Result<Encoding, TokenizeError> {
-        match input {
-            Input::Text(text) => self.encode_text(text, None, type_id, offsets),
+        let mut enc = match input {
+            Input::Text(text) => self.encode_text(text, None, type_id, offsets)?,
             Input::Words(words) => {
                 let parts = words
                     .iter()
                     .enumerate()
                     .map(|(i, w)| self.encode_text(w, Some(i as u32), type_id, offsets))
                     .collect::<Result<Vec<_>, _>>()?;
-                Ok(Encoding::merge(parts, false))
+                Encoding::merge(parts, false)
             }
+        };
+        if offsets == Offsets::None {
+            // HF's `OffsetType::None` (`encode_batch_fast`) keeps only the ids of the sequence:
+            // every token string empty, no word, type id 0 (the post-processor may set it).
+            enc.keep_ids_only();
         }
+        Ok(enc)
     }
 
     /// Added tokens cut out (raw ones, then normalized ones after normalization): the input as
