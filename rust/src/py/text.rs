@@ -4,8 +4,8 @@ use pyo3::types::PyString;
 
 /// The UTF-8 text of a Python str, borrowed from the str itself, which this keeps alive. A str is
 /// immutable and caches its UTF-8 form once asked for it (`PyUnicode_AsUTF8AndSize`), so the
-/// view stays valid for as long as the str lives, GIL held or not. Batch calls used to copy
-/// every text into a `String` first: a malloc and a memcpy per text, with the GIL held.
+/// view stays valid for as long as the str lives, GIL held or not. Copying every text into a
+/// `String` instead would cost a malloc and a memcpy per text, with the GIL held.
 pub struct PyText {
     ptr: *const u8,
     len: usize,

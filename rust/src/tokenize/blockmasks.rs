@@ -1,9 +1,9 @@
 //! Every byte mask the cl100k-family splitters read off a 64-byte block, from one pass over its
 //! bytes (bit i: byte i).
 //!
-//! Why one pass: the splitters used to load each block four times (ASCII classes, continuation
-//! bytes, CJK lead bytes, the bytes `startmap` tests one by one), and the per-block masks were a
-//! third of the split. With AVX2 (detected at run time; SSE2 is the x86_64 baseline) a mask is
+//! Why one pass: a pass per mask would load each block four times (ASCII classes, continuation
+//! bytes, CJK lead bytes, the bytes `startmap` tests one by one), and the per-block masks were
+//! measured at a third of the split that way. With AVX2 (detected at run time; SSE2 is the x86_64 baseline) a mask is
 //! one compare and one movemask per 32 bytes instead of per 16.
 
 /// The masks of one block. Non-ASCII bytes are in none of the ASCII classes.
