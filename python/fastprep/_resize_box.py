@@ -124,7 +124,7 @@ def reduce_array(arr: Any, mode: str, factor: tuple[int, int], box: tuple[int, i
     if mode == "F":
         raw, w, h = _core.reduce_f32(arr, height, width, channels, factor, box)
         return np.frombuffer(raw, dtype=np.float32).reshape(h, w, channels)
-    if mode == "LA":
+    if mode in ("LA", "La"):
         rgba = np.ascontiguousarray(arr[..., [0, 0, 0, 1]])
-        return np.asarray(_core.reduce_u8(rgba, height, width, 4, factor, box, True))[..., [0, 3]]
+        return np.asarray(_core.reduce_u8(rgba, height, width, 4, factor, box, mode == "LA"))[..., [0, 3]]
     return np.asarray(_core.reduce_u8(arr, height, width, channels, factor, box, mode == "RGBA"))

@@ -155,7 +155,7 @@ def _size(size: tuple[int, int]) -> tuple[int, int]:
     return out_width, out_height
 
 
-_MODES_U8 = {1: ("L",), 2: ("LA",), 3: ("RGB", "YCbCr"), 4: ("RGBA", "RGBX", "CMYK", "RGBa")}
+_MODES_U8 = {1: ("L",), 2: ("LA", "La"), 3: ("RGB", "YCbCr"), 4: ("RGBA", "RGBX", "CMYK", "RGBa")}
 
 
 def _resize_mode(arr: Any, channels: int, mode: str | None) -> str:
@@ -203,7 +203,7 @@ def resize(
     array, by default the natural one: uint8 with 1 channel "L", 2 "LA", 3 "RGB", 4 "RGBA";
     float32 "F" (any number of channels, each resized as a mode "F" image); bool "1". RGBA and
     LA are resized premultiplied by alpha, as Pillow does (RGBa, La); 4 channels that are not
-    RGBA (``mode="RGBX"``, ``"CMYK"``, or an already premultiplied ``"RGBa"``) are not. Mode "1"
+    RGBA (``mode="RGBX"``, ``"CMYK"``, or an already premultiplied ``"RGBa"``, ``"La"``) are not. Mode "1"
     is always resized with nearest, as Pillow does. int32 and uint16 arrays (Pillow's I and
     I;16) are refused. The GIL is released.
 
@@ -235,11 +235,13 @@ def resize(
         # Pillow: Image.resize of a "1" (or "P") image always uses NEAREST
         as_u8 = arr.view(np.uint8).reshape(height, width, channels)
         out = np.asarray(_core.resize_u8(as_u8, height, width, channels, out_width, out_height, "nearest")) != 0
-    elif mode == "LA":
+    elif mode in ("LA", "La"):
         # Pillow resizes LA as La (L premultiplied by A), which is RGBa's arithmetic on one colour
-        # channel: run it as (L, L, L, A) and keep L and A
+        # channel: run it as (L, L, L, A) and keep L and A; "La" is already premultiplied
         rgba = np.ascontiguousarray(arr.reshape(height, width, 2)[..., [0, 0, 0, 1]])
-        out = np.asarray(_core.resize_u8(rgba, height, width, 4, out_width, out_height, filter))[..., [0, 3]]
+        out = np.asarray(_core.resize_u8(rgba, height, width, 4, out_width, out_height, filter, None, mode == "LA"))[
+            ..., [0, 3]
+        ]
     else:
         premultiply = mode == "RGBA"
         out = np.asarray(
@@ -296,9 +298,9 @@ def _resize_with_box(
         as_u8 = np.ascontiguousarray(arr.view(np.uint8))
         raw8 = _core.resize_box_u8(as_u8, height, width, channels, out_width, out_height, filter, fbox, False, pre)
         return np.asarray(raw8) != 0
-    if mode == "LA":
+    if mode in ("LA", "La"):
         rgba = np.ascontiguousarray(arr[..., [0, 0, 0, 1]])
-        out = _core.resize_box_u8(rgba, height, width, 4, out_width, out_height, filter, fbox, True, pre)
+        out = _core.resize_box_u8(rgba, height, width, 4, out_width, out_height, filter, fbox, mode == "LA", pre)
         return np.asarray(out)[..., [0, 3]]
     premultiply = mode == "RGBA"
     out = _core.resize_box_u8(arr, height, width, channels, out_width, out_height, filter, fbox, premultiply, pre)

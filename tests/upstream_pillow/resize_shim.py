@@ -42,7 +42,7 @@ import fastprep
 FILES = ("test_image_resize.py", "test_image_resample.py", "test_image_reduce.py", "test_image_thumbnail.py")
 # box= and reducing_gap= (Pillow's names) are passed on once fastprep.resize takes them
 FASTPREP_RESIZE_ARGS = set(inspect.signature(fastprep.resize).parameters)
-U8_MODES = ("L", "LA", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr", "RGBa")
+U8_MODES = ("L", "LA", "La", "RGB", "RGBA", "RGBX", "CMYK", "YCbCr", "RGBa")
 
 
 class Recorder:
@@ -89,9 +89,7 @@ class Recorder:
             return self._unsupported(f"filter {name.upper()}")
         mode = im.mode
         if core and mode in ("RGBA", "LA"):  # the core resizes without premultiplying
-            if mode == "LA":
-                return self._unsupported("core-level LA (no premultiplication)")
-            mode = "RGBa"
+            mode = "RGBa" if mode == "RGBA" else "La"
         if mode not in (*U8_MODES, "F", "1"):
             return self._unsupported(f"mode {im.mode}")
         if 0 in im.size:
