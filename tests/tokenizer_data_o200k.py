@@ -32,7 +32,8 @@ def tiktoken_o200k() -> Any:
     import tiktoken.load
 
     path = o200k_file()
-    assert path is not None
+    if path is None:
+        raise LookupError("o200k_base.tiktoken is not here: install quicktok-v1 or set FASTPREP_O200K_TIKTOKEN")
     ranks = tiktoken.load.load_tiktoken_bpe(str(path), expected_hash=O200K_SHA256)
     return tiktoken.Encoding(
         "o200k_base", pat_str=O200K_PATTERN, mergeable_ranks=ranks, special_tokens=O200K_SPECIAL_TOKENS
