@@ -234,6 +234,13 @@ class Tokenizer:
     def count_tokens(
         self, texts: Sequence[str], add_special_tokens: bool = False, num_threads: int | None = None
     ) -> list[int]: ...
+    def encode_lines_flat(
+        self,
+        lines: list[bytes],
+        field: str | None = None,
+        add_special_tokens: bool = False,
+        num_threads: int | None = None,
+    ) -> tuple[bytes, bytes, list[int]]: ...
     def encode_batch_padded(
         self,
         texts: list[str],

@@ -6,6 +6,7 @@ pub mod build_info;
 pub mod error;
 pub mod image;
 pub mod pool;
+pub mod records;
 pub mod tokenize;
 
 #[cfg(feature = "python")]

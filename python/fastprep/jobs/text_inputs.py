@@ -12,18 +12,20 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Record", "expand_inputs", "input_format", "read_records"]
+__all__ = ["Record", "expand_inputs", "input_format", "parse_line", "read_records"]
 
 
-@dataclass
+@dataclass(slots=True)
 class Record:
-    """One input record: ``text``, or ``error`` (reason) when it cannot be used."""
+    """One input record: ``text``, or ``error`` (reason) when it cannot be used; with
+    ``read_records(raw=True)``, a JSONL or text line is read later, from ``raw``."""
 
     index: int  # line number (1-based) for text and JSONL, row number (0-based) for Parquet
     offset: int  # byte offset of the line (text, JSONL); -1 for Parquet
     text: str | None
     error: str | None = None
     nbytes: int = 0
+    raw: bytes | None = None  # the line, line break included, not parsed yet
 
 
 def expand_inputs(patterns: Sequence[str]) -> list[Path]:
@@ -60,15 +62,49 @@ def input_format(path: Path, forced: str | None = None) -> str:
     return "text"
 
 
-def read_records(path: Path, fmt: str, text_field: str, doc_per: str = "line") -> Iterator[Record]:
+def read_records(
+    path: Path, fmt: str, text_field: str, doc_per: str = "line", *, raw: bool = False
+) -> Iterator[Record]:
+    """The file's records in order. With ``raw``, JSONL and text lines come unparsed (``text``
+    None, ``raw`` the line): the tokenize job reads them in Rust, off the GIL, and hands back
+    to ``parse_line`` only the lines it cannot certainly read as Python does."""
     if fmt == "parquet":
         yield from _parquet(path, text_field)
-    elif fmt == "jsonl":
-        yield from _jsonl(path, text_field)
+    elif fmt in ("jsonl", "text") and (fmt == "jsonl" or doc_per == "line"):
+        for n, offset, line in _lines(path):
+            if (line.strip() if fmt == "jsonl" else line.rstrip(b"\r\n")) == b"":
+                continue  # a blank line is no record
+            if raw:
+                yield Record(n, offset, None, None, len(line), line)
+            else:
+                text, error = parse_line(line, fmt, text_field)
+                yield Record(n, offset, text, error, len(line))
     elif fmt == "text":
-        yield from _text(path, doc_per)
+        yield from _text_file(path)
     else:
         raise ValueError(f"unknown input format {fmt!r}: use jsonl, parquet or text")
+
+
+def parse_line(line: bytes, fmt: str, field: str) -> tuple[str | None, str | None]:
+    """A JSONL or text line's (text, None), or (None, the reason it is not a record)."""
+    if fmt == "text":
+        try:
+            return line.rstrip(b"\r\n").decode("utf-8"), None
+        except UnicodeDecodeError as e:
+            return None, f"invalid UTF-8 at byte {e.start} of the line"
+    try:
+        obj = json.loads(line)
+    except UnicodeDecodeError as e:
+        return None, f"invalid UTF-8 at byte {e.start} of the line"
+    except ValueError as e:
+        return None, f"invalid JSON: {e}"
+    except RecursionError:
+        return None, "invalid JSON: nested too deeply"
+    value = obj.get(field) if isinstance(obj, dict) else None
+    if not isinstance(value, str):
+        why = "missing field" if value is None else f"field is {type(value).__name__}, not a string"
+        return None, f"{why} {field!r}"
+    return value, None
 
 
 def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
@@ -79,43 +115,13 @@ def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
             offset += len(raw)
 
 
-def _jsonl(path: Path, field: str) -> Iterator[Record]:
-    loads = json.loads
-    for n, offset, raw in _lines(path):
-        if not raw.strip():
-            continue
-        try:
-            obj = loads(raw)
-        except UnicodeDecodeError as e:
-            yield Record(n, offset, None, f"invalid UTF-8 at byte {e.start} of the line", len(raw))
-            continue
-        except ValueError as e:
-            yield Record(n, offset, None, f"invalid JSON: {e}", len(raw))
-            continue
-        value = obj.get(field) if isinstance(obj, dict) else None
-        if not isinstance(value, str):
-            why = "missing field" if value is None else f"field is {type(value).__name__}, not a string"
-            yield Record(n, offset, None, f"{why} {field!r}", len(raw))
-            continue
-        yield Record(n, offset, value, None, len(raw))
-
-
-def _text(path: Path, doc_per: str) -> Iterator[Record]:
-    if doc_per == "file":
-        raw = path.read_bytes()
-        try:
-            yield Record(1, 0, raw.decode("utf-8"), None, len(raw))
-        except UnicodeDecodeError as e:
-            yield Record(1, 0, None, f"invalid UTF-8 at byte {e.start}", len(raw))
-        return
-    for n, offset, raw in _lines(path):
-        body = raw.rstrip(b"\r\n")
-        if not body:
-            continue
-        try:
-            yield Record(n, offset, body.decode("utf-8"), None, len(raw))
-        except UnicodeDecodeError as e:
-            yield Record(n, offset, None, f"invalid UTF-8 at byte {e.start} of the line", len(raw))
+def _text_file(path: Path) -> Iterator[Record]:
+    """``--doc-per file``: the whole file is one document."""
+    raw = path.read_bytes()
+    try:
+        yield Record(1, 0, raw.decode("utf-8"), None, len(raw))
+    except UnicodeDecodeError as e:
+        yield Record(1, 0, None, f"invalid UTF-8 at byte {e.start}", len(raw))
 
 
 def _parquet(path: Path, field: str) -> Iterator[Record]:

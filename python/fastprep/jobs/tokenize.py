@@ -2,9 +2,10 @@
 
 Each input file is cut into shards of ``docs_per_shard`` records (counted in the file, bad records
 included), so a shard's content depends only on its file and the settings. Three threads form a
-pipeline: reading and parsing, tokenizing (``encode_batch_flat``: one Rust call per batch, GIL
-released, on fastprep's thread pool) and writing; the GIL is free while the tokenizer runs, so
-reading and writing overlap it.
+pipeline: reading (lines as bytes, or Parquet rows), tokenizing (one Rust call per batch, GIL
+released, on fastprep's thread pool; JSONL and text lines are parsed there too, in parallel, with
+no Python str per document) and writing; the GIL is free while the tokenizer runs, so reading
+and writing overlap it. Batches end at ``batch_size`` documents or ``batch_bytes`` of input.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from .._core import __version__
 from ..tokenizer import Tokenizer
 from .shards import Manifest, atomic_file, crash_point, remove_temporaries, write_errors
 from .stats import JobStats, Progress
-from .text_inputs import Record, expand_inputs, input_format, read_records
+from .text_inputs import Record, expand_inputs, input_format, parse_line, read_records
 
 __all__ = ["JobError", "TokenizeSettings", "load_tokenizer", "run_tokenize"]
 
@@ -50,6 +51,10 @@ class TokenizeSettings:
     max_length: int | None = None
     docs_per_shard: int = 100_000
     batch_size: int = 2048
+    # A batch also ends at this many bytes of input: small batches keep the three stages busy
+    # from the first megabyte to the last (2048 long documents were a quarter of a 20 MB run,
+    # spent filling and draining the pipeline).
+    batch_bytes: int = 1 << 20
     num_threads: int | None = None
     strict: bool = False
     progress: bool | None = None
@@ -97,6 +102,7 @@ def _token_id(tok: Tokenizer, spec: str | None, what: str) -> int | None:
 class Batch:
     shard: str
     source: str
+    fmt: str
     records: list[Record]
     last: bool
     ids: Any = None
@@ -159,49 +165,42 @@ class TokenizeJob:
         path = self.files[file_index]
         fmt = input_format(path, self.s.input_format)
         source = str(path)
-        shard_no, in_shard = 0, 0
+        shard_no, in_shard, nbytes = 0, 0, 0
         name = _shard_name(file_index, 0)
         pending: list[Record] = []
-        for rec in read_records(path, fmt, self.s.text_field, self.s.doc_per):
+        for rec in read_records(path, fmt, self.s.text_field, self.s.doc_per, raw=True):
             if in_shard == self.s.docs_per_shard:
                 if not skip(name):
-                    yield Batch(name, source, pending, True)
-                pending, in_shard, shard_no = [], 0, shard_no + 1
+                    yield Batch(name, source, fmt, pending, True)
+                pending, in_shard, nbytes, shard_no = [], 0, 0, shard_no + 1
                 name = _shard_name(file_index, shard_no)
             in_shard += 1
             if skip(name):
                 continue
             pending.append(rec)
-            if len(pending) == self.s.batch_size and in_shard < self.s.docs_per_shard:
-                yield Batch(name, source, pending, False)
-                pending = []
+            nbytes += rec.nbytes
+            full = len(pending) == self.s.batch_size or nbytes >= self.s.batch_bytes
+            if full and in_shard < self.s.docs_per_shard:
+                yield Batch(name, source, fmt, pending, False)
+                pending, nbytes = [], 0
         if in_shard and not skip(name):
-            yield Batch(name, source, pending, True)
+            yield Batch(name, source, fmt, pending, True)
 
     # -- tokenizing ------------------------------------------------------------------------------
     def tokenize(self, b: Batch) -> None:
-        """Fills ``b.ids`` (flat, with BOS/EOS) and ``b.rows`` (one row per document or window)."""
-        import numpy as np
-
-        texts = [r.text for r in b.records if r.text is not None]
-        try:
-            ids_b, lens_b, _ = self.tok._core.encode_batch_flat(
-                texts, self.s.add_special_tokens, None, False, self.s.num_threads
-            )
-        except UnicodeEncodeError:
-            # A JSON escape gave a lone surrogate, which UTF-8 cannot hold: find it, mark it
-            # bad, and encode the rest (the common case pays nothing for this check).
-            for r in b.records:
-                if r.text is not None and not _utf8_ok(r.text):
-                    r.text, r.error = None, "lone surrogate (a \\ud800-\\udfff escape): not valid Unicode text"
-            return self.tokenize(b)
-        ids = np.frombuffer(ids_b, dtype="<u4")
-        lens = np.frombuffer(lens_b, dtype="<u8").astype(np.int64)
+        """Fills ``b.ids`` (flat, with BOS/EOS) and ``b.rows`` (one row per document or window);
+        a line that is no record gets its ``error``."""
+        if b.records and b.records[0].raw is not None:
+            ids, lens = self._encode_lines(b)
+        else:
+            ids, lens = self._encode_texts(b.records)
         extra = (self.bos is not None) + (self.eos is not None)
         if extra:
             ids, lens = _add_bos_eos(ids, lens, self.bos, self.eos)
         b.ids, b.lens = ids, lens
         b.rows = _windows(lens, self.s.max_length)
+        if self.s.strict and (bad := self.errors_of(b)):
+            raise JobError(f"{_where(bad[0])}: {bad[0]['reason']} (--strict stops at the first)")
 
     def errors_of(self, b: Batch) -> list[dict[str, Any]]:
         out = []
@@ -214,6 +213,59 @@ class TokenizeJob:
                     e["row"] = r.index
                 out.append(e)
         return out
+
+    def _encode_texts(self, records: list[Record]) -> tuple[Any, Any]:
+        import numpy as np
+
+        texts = [r.text for r in records if r.text is not None]
+        try:
+            ids_b, lens_b, _ = self.tok._core.encode_batch_flat(
+                texts, self.s.add_special_tokens, None, False, self.s.num_threads
+            )
+        except UnicodeEncodeError:
+            # A JSON escape gave a lone surrogate, which UTF-8 cannot hold: find it, mark it
+            # bad, and encode the rest (the common case pays nothing for this check).
+            for r in records:
+                if r.text is not None and not _utf8_ok(r.text):
+                    r.text, r.error = None, _LONE_SURROGATE
+            return self._encode_texts(records)
+        return np.frombuffer(ids_b, dtype="<u4"), np.frombuffer(lens_b, dtype="<u8").astype(np.int64)
+
+    def _encode_lines(self, b: Batch) -> tuple[Any, Any]:
+        """JSONL or text lines, read and tokenized in Rust; the few lines it leaves (bad ones,
+        and JSON it does not certainly read as Python does) are read by ``parse_line``."""
+        import numpy as np
+
+        field = self.s.text_field if b.fmt == "jsonl" else None
+        lines = [r.raw or b"" for r in b.records]  # every record of a line batch has its line
+        ids_b, lens_b, left = self.tok._core.encode_lines_flat(
+            lines, field, self.s.add_special_tokens, self.s.num_threads
+        )
+        for r in b.records:
+            r.raw = None  # read: the line's bytes need not wait for the writer
+        ids = np.frombuffer(ids_b, dtype="<u4")
+        lens = np.frombuffer(lens_b, dtype="<u8").astype(np.int64)
+        if not left:
+            return ids, lens
+        parts = np.split(ids, np.cumsum(lens)[:-1])
+        found: dict[int, Record] = {}
+        for i in left:
+            r = b.records[i]
+            r.text, r.error = parse_line(lines[i], b.fmt, self.s.text_field)
+            if r.text is not None:
+                found[i] = r
+        if found:
+            more, more_lens = self._encode_texts(list(found.values()))  # marks lone surrogates
+            encoded = [i for i, r in found.items() if r.error is None]
+            for i, end, n in zip(encoded, np.cumsum(more_lens), more_lens, strict=True):
+                parts[i] = more[end - n : end]
+            for r in found.values():
+                r.text = None
+        kept = [parts[i] for i, r in enumerate(b.records) if r.error is None]
+        return (np.concatenate(kept) if kept else ids[:0]), np.array([p.size for p in kept], dtype=np.int64)
+
+
+_LONE_SURROGATE = "lone surrogate (a \\ud800-\\udfff escape): not valid Unicode text"
 
 
 def _utf8_ok(text: str) -> bool:
@@ -285,7 +337,7 @@ class ShardWriter:
         """Adds a batch; returns the shard's manifest entry when ``b`` ends it."""
         if self.current != b.shard:
             self._open(b.shard)
-        n_docs = sum(r.text is not None for r in b.records)
+        n_docs = sum(r.error is None for r in b.records)
         self.counts["records"] += len(b.records)
         self.counts["docs"] += n_docs
         self.counts["tokens"] += int(b.ids.size)
@@ -329,7 +381,7 @@ class ShardWriter:
             return
         import pyarrow as pa
 
-        good = [r for r in b.records if r.text is not None]
+        good = [r for r in b.records if r.error is None]
         index = np.fromiter((r.index for r in good), dtype=np.int64, count=len(good))
         offsets = np.zeros(row_len.size + 1, dtype=np.int32)
         np.cumsum(row_len, out=offsets[1:])
@@ -481,10 +533,6 @@ def _pipeline(job: TokenizeJob, manifest: Manifest, stats: JobStats, bar: Progre
                     if b is None:
                         break
                     stats.add_samples("read", [time.perf_counter() - t0])
-                    if job.s.strict:
-                        bad = job.errors_of(b)
-                        if bad:
-                            raise JobError(f"{_where(bad[0])}: {bad[0]['reason']} (--strict stops at the first)")
                     if not put(to_tok, b):
                         return
         except BaseException as e:
@@ -506,7 +554,7 @@ def _pipeline(job: TokenizeJob, manifest: Manifest, stats: JobStats, bar: Progre
                 if entry is not None:
                     manifest.add(entry)
                 stats.add(
-                    items=sum(r.text is not None for r in b.records),
+                    items=sum(r.error is None for r in b.records),
                     tokens=int(b.ids.size),
                     bytes_in=sum(r.nbytes for r in b.records),
                     bytes_out=entry["bytes_out"] if entry else 0,
@@ -572,8 +620,6 @@ def process_file(
             if b is None:
                 break
             t1 = time.perf_counter()
-            if job.s.strict and (bad := job.errors_of(b)):
-                raise JobError(f"{_where(bad[0])}: {bad[0]['reason']} (--strict stops at the first)")
             job.tokenize(b)
             t2 = time.perf_counter()
             entry = w.write(b)

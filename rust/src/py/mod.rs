@@ -11,6 +11,7 @@ mod image_train;
 mod info;
 mod ints;
 mod kernels;
+mod lines;
 mod pool;
 mod text;
 mod threads;

@@ -2,8 +2,10 @@
 //! loading from disk and the HF cache, `AddedToken`, argument checks and docs.
 use super::encoding::{Body, Lazy, LazyBatch, PyEncoding, Settings};
 use super::ints::IntCache;
+use super::lines::lines_ids;
 use super::text::PyText;
 use super::threads;
+use crate::records::LineFormat;
 use crate::tokenize::added::AddedToken;
 use crate::tokenize::{
     Direction, EncodeOptions, Input, Offsets, Padding, PaddingStrategy, Tokenizer, Truncation,
@@ -16,7 +18,7 @@ use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString, PyTuple};
 use std::sync::{Arc, PoisonError, RwLock};
 
 /// Batches smaller than this run on the calling thread: the pool's hand-off costs more.
-const MIN_PARALLEL: usize = 8;
+pub(super) const MIN_PARALLEL: usize = 8;
 
 /// Tokens from which `encode_batch` builds the batch's `ids` lists up front (`IntCache::lists`,
 /// whose use counts take a pass over one slot per vocabulary id: too much for a small batch).
@@ -190,7 +192,7 @@ impl PyTokenizer {
         max_length: Option<usize>,
         return_offsets: bool,
         num_threads: Option<usize>,
-    ) -> PyResult<Vec<(Vec<u32>, Vec<(u32, u32)>)>> {
+    ) -> PyResult<Vec<IdRow>> {
         let (tok, _, truncation) = self.snapshot();
         let trunc = max_length.map(|m| Truncation {
             max_length: m,
@@ -514,21 +516,7 @@ impl PyTokenizer {
             return_offsets,
             num_threads,
         )?;
-        let total: usize = rows.iter().map(|r| r.0.len()).sum();
-        // Written straight into the bytes objects (one pass, no staging Vec).
-        let ids = PyBytes::new_with(py, total * 4, |buf| {
-            let values = rows.iter().flat_map(|r| &r.0);
-            for (dst, &id) in buf.chunks_exact_mut(4).zip(values) {
-                dst.copy_from_slice(&id.to_le_bytes());
-            }
-            Ok(())
-        })?;
-        let lens = PyBytes::new_with(py, rows.len() * 8, |buf| {
-            for (dst, r) in buf.chunks_exact_mut(8).zip(&rows) {
-                dst.copy_from_slice(&(r.0.len() as u64).to_le_bytes());
-            }
-            Ok(())
-        })?;
+        let (ids, lens) = flat_ids(py, &rows)?;
         let offs = if return_offsets {
             let n: usize = rows.iter().map(|r| r.1.len()).sum();
             Some(PyBytes::new_with(py, n * 8, |buf| {
@@ -557,6 +545,40 @@ impl PyTokenizer {
         let texts = texts_of(texts, "count_tokens")?;
         let rows = self.array_rows(py, &texts, add_special_tokens, None, false, num_threads)?;
         Ok(rows.iter().map(|r| r.0.len()).collect())
+    }
+
+    /// Ids of the lines of a JSONL (`field` given) or text file, read from their bytes with no
+    /// Python str made (`records::line_text`): `(ids u32 bytes, lengths u64 bytes, indices of
+    /// the lines left to Python)`, those lines having no ids. No truncation: the jobs window.
+    #[pyo3(signature = (lines, field = None, add_special_tokens = false, num_threads = None))]
+    #[allow(clippy::type_complexity)]
+    fn encode_lines_flat<'py>(
+        &self,
+        py: Python<'py>,
+        lines: &Bound<'_, PyList>,
+        field: Option<String>,
+        add_special_tokens: bool,
+        num_threads: Option<usize>,
+    ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>, Vec<usize>)> {
+        let format = field.map_or(LineFormat::Text, |field| LineFormat::Json { field });
+        let items = lines
+            .iter()
+            .enumerate()
+            .map(|(i, item)| {
+                item.cast_into::<PyBytes>().map_err(|_| {
+                    PyTypeError::new_err(format!(
+                        "encode_lines_flat() takes a list of bytes; item {i} is not"
+                    ))
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        // Views of immutable bytes objects that `items` holds for the whole call.
+        let views: Vec<&[u8]> = items.iter().map(PyBytesMethods::as_bytes).collect();
+        let tok = self.core();
+        let n = threads::resolve(num_threads);
+        let (rows, left) = py.detach(|| lines_ids(&tok, &views, &format, add_special_tokens, n))?;
+        let (ids, lens) = flat_ids(py, &rows)?;
+        Ok((ids, lens, left))
     }
 
     /// A padded batch written straight into bytearrays: `(input_ids, attention_mask, offsets or
@@ -901,8 +923,7 @@ impl PyTokenizer {
     }
 }
 
-/// Ids (and, when `offsets`, char offsets) of each text, for the array outputs. Without offsets
-/// the lean `encode_ids` path runs: no `Encoding` is built.
+/// Ids (and, when `offsets`, char offsets) of each text, for the array outputs.
 fn ids_batch<T: AsRef<str> + Sync>(
     tok: &Tokenizer,
     texts: &[T],
@@ -910,33 +931,67 @@ fn ids_batch<T: AsRef<str> + Sync>(
     truncation: Option<&Truncation>,
     offsets: bool,
     threads_n: usize,
-) -> Result<Vec<(Vec<u32>, Vec<(u32, u32)>)>, TokenizeError> {
+) -> Result<Vec<IdRow>, TokenizeError> {
     use rayon::prelude::*;
-    let one = |t: &T| -> Result<(Vec<u32>, Vec<(u32, u32)>), TokenizeError> {
-        let t = t.as_ref();
-        if !offsets {
-            if let Some(ids) = tok.encode_ids(t, add_special_tokens, truncation)? {
-                return Ok((ids, Vec::new()));
-            }
-        }
-        let opts = EncodeOptions {
-            add_special_tokens,
-            offsets: if offsets {
-                Offsets::Char
-            } else {
-                Offsets::None
-            },
-            truncation,
-            padding: None,
-        };
-        let e = tok.encode(&Input::Text(t), None, &opts)?;
-        Ok((e.ids, e.offsets))
-    };
+    let one = |t: &T| ids_of(tok, t.as_ref(), add_special_tokens, truncation, offsets);
     if threads_n > 1 && texts.len() >= MIN_PARALLEL {
         threads::run(threads_n, || texts.par_iter().map(one).collect())
     } else {
         texts.iter().map(one).collect()
     }
+}
+
+/// One text's ids and char offsets (empty unless `offsets`).
+pub(super) type IdRow = (Vec<u32>, Vec<(u32, u32)>);
+
+/// The ids of one text; without offsets the lean `encode_ids` path runs (no `Encoding` built).
+pub(super) fn ids_of(
+    tok: &Tokenizer,
+    t: &str,
+    add_special_tokens: bool,
+    truncation: Option<&Truncation>,
+    offsets: bool,
+) -> Result<IdRow, TokenizeError> {
+    if !offsets {
+        if let Some(ids) = tok.encode_ids(t, add_special_tokens, truncation)? {
+            return Ok((ids, Vec::new()));
+        }
+    }
+    let opts = EncodeOptions {
+        add_special_tokens,
+        offsets: if offsets {
+            Offsets::Char
+        } else {
+            Offsets::None
+        },
+        truncation,
+        padding: None,
+    };
+    let e = tok.encode(&Input::Text(t), None, &opts)?;
+    Ok((e.ids, e.offsets))
+}
+
+/// Rows' ids as one little-endian u32 bytes object and their lengths as u64 bytes, written
+/// straight into the bytes objects (one pass, no staging Vec).
+pub(super) fn flat_ids<'py>(
+    py: Python<'py>,
+    rows: &[IdRow],
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
+    let total: usize = rows.iter().map(|r| r.0.len()).sum();
+    let ids = PyBytes::new_with(py, total * 4, |buf| {
+        let values = rows.iter().flat_map(|r| &r.0);
+        for (dst, &id) in buf.chunks_exact_mut(4).zip(values) {
+            dst.copy_from_slice(&id.to_le_bytes());
+        }
+        Ok(())
+    })?;
+    let lens = PyBytes::new_with(py, rows.len() * 8, |buf| {
+        for (dst, r) in buf.chunks_exact_mut(8).zip(rows) {
+            dst.copy_from_slice(&(r.0.len() as u64).to_le_bytes());
+        }
+        Ok(())
+    })?;
+    Ok((ids, lens))
 }
 
 /// "input {i}" in a batch's errors, formatted only when one is raised (a `format!` per item
