@@ -175,22 +175,36 @@ def process_unit(job: ImagesJob, unit: Unit) -> dict[str, Any]:
     w = ShardWriter(job)
     entry = None
     items = list(read_items(unit.items))
-    for k in range(0, len(items), job.s.batch_size):
-        c = Chunk(unit, items[k : k + job.s.batch_size], k + job.s.batch_size >= len(items))
-        c.batch, c.ok, _ = job.preprocess([it.data or b"" for it in c.items])
-        entry = w.write(c)
+    try:
+        for k in range(0, len(items), job.s.batch_size):
+            c = Chunk(unit, items[k : k + job.s.batch_size], k + job.s.batch_size >= len(items))
+            c.batch, c.ok, _ = job.preprocess([it.data or b"" for it in c.items])
+            entry = w.write(c)
+    except BaseException:
+        w.abort()
+        raise
     assert entry is not None
     return entry
 
 
 class ShardWriter:
+    """Writes a shard's rows to its temporary ``.npy`` as each batch arrives (no shard held in
+    memory, no copy to save it) and renames it when the shard ends. The header, written first,
+    is rewritten with the final row count: numpy pads every ``.npy`` header so that the first
+    axis can grow in place, so both headers have the same length."""
+
     def __init__(self, job: ImagesJob) -> None:
         self.job = job
-        self.parts: list[Any] = []
+        self._reset()
+
+    def _reset(self) -> None:
         self.labels: list[int] = []
         self.paths: list[str] = []
         self.errors: list[dict[str, Any]] = []
-        self.bytes_in = 0
+        self.bytes_in = self.rows = self.nbytes = 0
+        self._cm: Any = None
+        self._f: Any = None
+        self._header: dict[str, Any] = {}
 
     def write(self, c: Chunk) -> dict[str, Any] | None:
         import numpy as np
@@ -206,33 +220,62 @@ class ShardWriter:
                 if self.job.s.strict:
                     e = self.errors[-1]
                     raise JobError(f"{e['file']}: {e['reason']} (--strict stops at the first)")
-        self.parts.append(np.ascontiguousarray(c.batch[ok]))
+        if ok.any():
+            rows = np.ascontiguousarray(c.batch if ok.all() else c.batch[ok])
+            if self._f is None:
+                self._open(c.unit, rows)
+            self._f.write(rows.data)
+            self.rows += len(rows)
+            self.nbytes += rows.nbytes
         return self._close(c.unit) if c.last else None
+
+    def _base(self, unit: Unit) -> Path:
+        return self.job.out / f"shard-{unit.name}"
+
+    def _open(self, unit: Unit, rows: Any) -> None:
+        import numpy as np
+
+        base = self._base(unit)
+        self._cm = atomic_file(base.with_name(base.name + ".npy"))
+        self._f = self._cm.__enter__()
+        npy: Any = np.lib.format  # documented (NEP 1), not typed
+        self._header = npy.header_data_from_array_1_0(rows)
+        npy.write_array_header_1_0(self._f, self._header)
 
     def _close(self, unit: Unit) -> dict[str, Any]:
         import numpy as np
 
-        out = self.job.out
-        data = np.concatenate(self.parts) if self.parts else np.zeros((0,), np.uint8)
-        base = out / f"shard-{unit.name}"
+        base = self._base(unit)
         with atomic_file(base.with_name(base.name + ".labels.npy")) as f:
             np.save(f, np.asarray(self.labels, dtype=np.int64))
         with atomic_file(base.with_name(base.name + ".paths.txt")) as f:
             f.write("".join(p + "\n" for p in self.paths).encode())
         crash_point("shard-written")
-        with atomic_file(base.with_name(base.name + ".npy")) as f:
-            np.save(f, data)
+        if self._f is None:  # no image of the shard could be used
+            with atomic_file(base.with_name(base.name + ".npy")) as f:
+                np.save(f, np.zeros((0,), np.uint8))
+        else:
+            self._header["shape"] = (self.rows, *self._header["shape"][1:])
+            self._f.seek(0)
+            npy: Any = np.lib.format
+            npy.write_array_header_1_0(self._f, self._header)
+            self._cm.__exit__(None, None, None)
         crash_point("shard-renamed")
         entry = {
             "name": unit.name,
             "file": base.name + ".npy",
             "images": len(self.labels),
             "bytes_in": self.bytes_in,
-            "bytes_out": int(data.nbytes),
+            "bytes_out": self.nbytes,
             "errors": self.errors,
         }
-        self.parts, self.labels, self.paths, self.errors, self.bytes_in = [], [], [], [], 0
+        self._reset()
         return entry
+
+    def abort(self) -> None:
+        if self._cm is not None:
+            self._cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
+            self._cm = self._f = None
 
 
 def _pipeline(job: ImagesJob, units: list[Unit], manifest: Manifest, stats: JobStats, bar: Progress) -> None:
@@ -287,6 +330,7 @@ def _pipeline(job: ImagesJob, units: list[Unit], manifest: Manifest, stats: JobS
         except BaseException as e:
             failure.append(e)
             stop.set()
+            w.abort()
             while to_write.get() is not _DONE:
                 pass
 

@@ -92,7 +92,7 @@ def run_ray(
                 actor,
                 fn_constructor_kwargs=kwargs,
                 batch_size=1,
-                concurrency=concurrency,
+                compute=ray.data.ActorPoolStrategy(size=concurrency),
                 num_cpus=1,
             )
             for row in ds.iter_rows():
