@@ -56,6 +56,9 @@ def test_ray_engine_equals_local_engine_and_survives_a_killed_worker(tmp_path: P
     assert cluster.exists(), "the worker kill did not happen"
     assert _tree(tmp_path / "ray") == _tree(tmp_path / "local")
     assert summary["docs"] == 66 and summary["errors"] == 3
+    # Ray Data reads the shards back (the next stage of a Ray pipeline).
+    rows = ray.data.read_parquet(str(tmp_path / "ray"), file_extensions=["parquet"]).take_all()
+    assert len(rows) == 66 and sum(len(r["input_ids"]) for r in rows) == summary["tokens"]
 
     tree = tmp_path / "set"
     for cls in ("a", "b"):

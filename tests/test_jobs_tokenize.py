@@ -57,7 +57,7 @@ def test_jsonl_to_parquet_matches_hf_tokenizers(tmp_path: Path, hf: tokenizers.T
     table = _read_rows(tmp_path / "out")
     expected = [hf.encode(d, add_special_tokens=False).ids for d in DOCS]
     assert table.column("input_ids").to_pylist() == expected
-    assert table.schema.field("input_ids").type == pa.list_(pa.uint32())
+    assert table.schema.field("input_ids").type == pa.list_(pa.field("item", pa.uint32(), nullable=False))
     assert table.column("num_tokens").to_pylist() == [len(e) for e in expected]
     assert table.column("index").to_pylist() == [1, 2, 3, 4, 5]  # JSONL line numbers
     assert set(table.column("source").to_pylist()) == {str(src)}
@@ -66,6 +66,22 @@ def test_jsonl_to_parquet_matches_hf_tokenizers(tmp_path: Path, hf: tokenizers.T
     assert manifest["totals"]["tokens"] == sum(map(len, expected)) == summary["tokens"]
     assert [s["name"] for s in manifest["shards"]] == ["00000-00000", "00000-00001", "00000-00002"]
     assert manifest["header"]["tokenizer_sha256"] and manifest["header"]["fastprep_version"]
+
+
+def test_shards_load_in_hf_datasets(tmp_path: Path, hf: tokenizers.Tokenizer) -> None:
+    """The usual next step: ``datasets.load_dataset("parquet")`` over the shards."""
+    import datasets
+
+    src = _jsonl(tmp_path / "a.jsonl", _good_lines())
+    run_tokenize(TokenizeSettings([str(src)], str(bert_file()), str(tmp_path / "out"), docs_per_shard=2))
+    ds = datasets.load_dataset(
+        "parquet",
+        data_files=str(tmp_path / "out" / "shard-*.parquet"),
+        split="train",
+        cache_dir=str(tmp_path / "hf"),
+    )
+    assert ds["input_ids"] == [hf.encode(d, add_special_tokens=False).ids for d in DOCS]
+    assert ds["index"] == [1, 2, 3, 4, 5]
 
 
 def test_bad_records_go_to_the_errors_file(tmp_path: Path, hf: tokenizers.Tokenizer) -> None:

@@ -392,7 +392,7 @@ class ShardWriter:
                 ),
                 "index": pa.array(index[row_doc]),
                 "window": pa.array(row_window.astype(np.int32)),
-                "input_ids": pa.ListArray.from_arrays(pa.array(offsets), pa.array(b.ids)),
+                "input_ids": pa.ListArray.from_arrays(pa.array(offsets), pa.array(b.ids), type=_ids_type()),
                 "num_tokens": pa.array(row_len.astype(np.int32)),
             },
             schema=_schema(),
@@ -427,16 +427,24 @@ class ShardWriter:
             self._cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
 
 
+def _ids_type() -> Any:
+    import pyarrow as pa
+
+    return pa.list_(pa.field("item", pa.uint32(), nullable=False))
+
+
 def _schema() -> Any:
+    """No column is ever null: saying so spares Parquet the definition levels of 7M ids per 20 MB
+    of text (a third of the cost of writing them uncompressed)."""
     import pyarrow as pa
 
     return pa.schema(
         [
-            ("source", pa.dictionary(pa.int32(), pa.string())),
-            ("index", pa.int64()),
-            ("window", pa.int32()),
-            ("input_ids", pa.list_(pa.uint32())),
-            ("num_tokens", pa.int32()),
+            pa.field("source", pa.dictionary(pa.int32(), pa.string()), nullable=False),
+            pa.field("index", pa.int64(), nullable=False),
+            pa.field("window", pa.int32(), nullable=False),
+            pa.field("input_ids", _ids_type(), nullable=False),
+            pa.field("num_tokens", pa.int32(), nullable=False),
         ]
     )
 
