@@ -201,7 +201,7 @@ impl Tokenizer {
     pub fn from_tekken(text: &str) -> Result<Self, TokenizeError> {
         let json: Value =
             serde_json::from_str(text).map_err(|e| invalid("tekken", e.to_string()))?;
-        let mut tok = Self::from_json(to_json(&json)?)?;
+        let mut tok = Self::from_json_without_floats(to_json(&json)?)?;
         tok.added.encode_special_tokens = true;
         Ok(tok)
     }

@@ -125,7 +125,7 @@ impl Tokenizer {
         pattern: &str,
         special_tokens: &[(String, u32)],
     ) -> Result<Self, TokenizeError> {
-        Self::from_json(to_json(&parse(text)?, pattern, special_tokens)?)
+        Self::from_json_without_floats(to_json(&parse(text)?, pattern, special_tokens)?)
     }
 }
 
