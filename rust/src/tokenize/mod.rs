@@ -167,14 +167,6 @@ impl Tokenizer {
         Self::build(&Value::Object(top), model, Source::Text(s.into()))
     }
 
-    /// As `from_json`, keeping the tree as compact text: for trees with no floats (converted
-    /// tiktoken and Tekken vocabularies). o200k's tree, a `Value` per vocabulary entry and
-    /// merge, held ~80 MB for as long as the tokenizer lived; its text holds ~7.
-    pub fn from_json_without_floats(json: Value) -> Result<Self, TokenizeError> {
-        let text = serde_json::to_string(&json).map_err(|e| json_sections::invalid(&e))?;
-        Self::build(&json, None, Source::Text(text.into()))
-    }
-
     pub fn from_json(json: Value) -> Result<Self, TokenizeError> {
         // Built from the tree, which it then keeps (an empty text meanwhile).
         let mut tok = Self::build(&json, None, Source::Text("".into()))?;

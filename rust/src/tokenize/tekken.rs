@@ -173,12 +173,11 @@ fn specials(
     Ok(out)
 }
 
-/// The tokenizer.json of a Tekken file's JSON.
-pub fn to_json(json: &Value) -> Result<Value, TokenizeError> {
+/// The tokenizer.json text of a Tekken file's JSON.
+pub fn to_json(json: &Value) -> Result<String, TokenizeError> {
     let tekken = parse(json)?;
-    let mut out = tiktoken::to_json(&tekken.ranks, &tekken.pattern, &tekken.specials)?;
     let bos = tekken.specials.iter().find(|(c, _)| c == "<s>");
-    out["post_processor"] = match bos {
+    let post_processor = match bos {
         // `encode(..., bos=True)`: `<s>` first, as HF's Tekken tokenizer.json files have it.
         Some((content, id)) => {
             let special = json!({"SpecialToken": {"id": content, "type_id": 0}});
@@ -192,7 +191,12 @@ pub fn to_json(json: &Value) -> Result<Value, TokenizeError> {
         }
         None => Value::Null,
     };
-    Ok(out)
+    tiktoken::to_json(
+        &tekken.ranks,
+        &tekken.pattern,
+        &tekken.specials,
+        Some(&post_processor),
+    )
 }
 
 impl Tokenizer {
@@ -201,7 +205,7 @@ impl Tokenizer {
     pub fn from_tekken(text: &str) -> Result<Self, TokenizeError> {
         let json: Value =
             serde_json::from_str(text).map_err(|e| invalid("tekken", e.to_string()))?;
-        let mut tok = Self::from_json_without_floats(to_json(&json)?)?;
+        let mut tok = Self::from_json_str(&to_json(&json)?)?;
         tok.added.encode_special_tokens = true;
         Ok(tok)
     }
@@ -233,7 +237,7 @@ mod tests {
 
     #[test]
     fn ids_shift_past_the_specials_and_the_vocabulary_is_cut() {
-        let tok = Tokenizer::from_json(to_json(&file(None, "v3")).unwrap()).unwrap();
+        let tok = Tokenizer::from_json_str(&to_json(&file(None, "v3")).unwrap()).unwrap();
         assert_eq!(tok.token_to_id("<s>"), Some(1));
         assert_eq!(tok.token_to_id("[TOOL_CONTENT]"), Some(19));
         assert_eq!(tok.token_to_id("<SPECIAL_29>"), Some(29));
@@ -248,7 +252,7 @@ mod tests {
         let listed = json!([{"rank": 0, "token_str": "<unk>", "is_control": true},
                             {"rank": 1, "token_str": "<s>", "is_control": true}]);
         let json = to_json(&file(Some(listed), "v13")).unwrap();
-        let tok = Tokenizer::from_json(json).unwrap();
+        let tok = Tokenizer::from_json_str(&json).unwrap();
         assert_eq!(tok.token_to_id("<SPECIAL_2>"), Some(2));
         assert_eq!(tok.token_to_id("[INST]"), None);
         // Past v7 the list is required.

@@ -6,7 +6,8 @@ use super::Tokenizer;
 use crate::error::TokenizeError;
 use base64::Engine;
 use rustc_hash::FxHashMap;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
+use std::fmt::Write;
 
 /// cl100k's split pattern as HF tokenizer.json files spell it (also Llama-3's).
 pub const CL100K_PATTERN: &str = r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+";
@@ -65,19 +66,28 @@ fn offset(base: &[u8], part: &[u8]) -> usize {
     part.as_ptr() as usize - base.as_ptr() as usize
 }
 
-/// The tokenizer.json of a `.tiktoken` vocabulary with `pattern` and `special_tokens`.
+/// The tokenizer.json text of a `.tiktoken` vocabulary with `pattern`, `special_tokens` and
+/// `post_processor` (None: the byte-level one transformers' converter writes). Written as text
+/// straight away, not as a `Value` tree: the tree of o200k (a `Value` per entry and merge)
+/// took longer to build, serialize and drop than the tokenizer takes to load from the text.
 pub fn to_json(
     ranks: &[(Vec<u8>, u32)],
     pattern: &str,
     special_tokens: &[(String, u32)],
-) -> Result<Value, TokenizeError> {
+    post_processor: Option<&Value>,
+) -> Result<String, TokenizeError> {
     let by_bytes: FxHashMap<&[u8], u32> = ranks.iter().map(|(b, r)| (b.as_slice(), *r)).collect();
     let mut sorted: Vec<&(Vec<u8>, u32)> = ranks.iter().collect();
     sorted.sort_by_key(|(_, r)| *r);
-    let mut vocab = Map::new();
-    let mut merges = Vec::new();
+    let mut vocab = String::with_capacity(ranks.len() * 20);
+    let mut merges = String::with_capacity(ranks.len() * 24);
     for (bytes, rank) in &sorted {
-        vocab.insert(encode_bytes(bytes), json!(rank));
+        if !vocab.is_empty() {
+            vocab.push(',');
+        }
+        push_json_str(&mut vocab, &encode_bytes(bytes));
+        vocab.push(':');
+        let _ = write!(vocab, "{rank}");
         if bytes.len() < 2 {
             continue;
         }
@@ -91,7 +101,14 @@ pub fn to_json(
                 ),
             ));
         }
-        merges.push(json!([encode_bytes(parts[0]), encode_bytes(parts[1])]));
+        if !merges.is_empty() {
+            merges.push(',');
+        }
+        merges.push('[');
+        push_json_str(&mut merges, &encode_bytes(parts[0]));
+        merges.push(',');
+        push_json_str(&mut merges, &encode_bytes(parts[1]));
+        merges.push(']');
     }
     let added: Vec<Value> = special_tokens
         .iter()
@@ -100,7 +117,11 @@ pub fn to_json(
                    "normalized": false, "special": true})
         })
         .collect();
-    Ok(json!({
+    let byte_level = |add_prefix_space: bool, trim_offsets: bool, use_regex: bool| {
+        json!({"type": "ByteLevel", "add_prefix_space": add_prefix_space, "trim_offsets": trim_offsets,
+               "use_regex": use_regex})
+    };
+    let head = json!({
         "version": "1.0",
         "truncation": null,
         "padding": null,
@@ -108,14 +129,38 @@ pub fn to_json(
         "normalizer": null,
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": [
             {"type": "Split", "pattern": {"Regex": pattern}, "behavior": "Isolated", "invert": false},
-            {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": false}
+            byte_level(false, true, false)
         ]},
-        "post_processor": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": false, "use_regex": true},
-        "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
-        "model": {"type": "BPE", "dropout": null, "unk_token": null, "continuing_subword_prefix": null,
-                  "end_of_word_suffix": null, "fuse_unk": false, "byte_fallback": false,
-                  "ignore_merges": true, "vocab": vocab, "merges": merges}
-    }))
+        "post_processor": post_processor.cloned().unwrap_or_else(|| byte_level(true, false, true)),
+        "decoder": byte_level(true, true, true),
+    });
+    let head = serde_json::to_string(&head)
+        .map_err(|e| TokenizeError::invalid("(file)", e.to_string()))?;
+    // `head` is an object: its closing brace gives way to the model.
+    Ok(format!(
+        "{},\"model\":{{\"type\":\"BPE\",\"dropout\":null,\"unk_token\":null,\
+         \"continuing_subword_prefix\":null,\"end_of_word_suffix\":null,\"fuse_unk\":false,\
+         \"byte_fallback\":false,\"ignore_merges\":true,\"vocab\":{{{vocab}}},\"merges\":[{merges}]}}}}",
+        &head[..head.len() - 1]
+    ))
+}
+
+/// `s` as a JSON string. Byte-level tokens are printable chars, so only quotes and
+/// backslashes need escaping; control chars are escaped all the same.
+fn push_json_str(out: &mut String, s: &str) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if u32::from(c) < 0x20 => {
+                // Writing into a String cannot fail.
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
 }
 
 impl Tokenizer {
@@ -125,7 +170,7 @@ impl Tokenizer {
         pattern: &str,
         special_tokens: &[(String, u32)],
     ) -> Result<Self, TokenizeError> {
-        Self::from_json_without_floats(to_json(&parse(text)?, pattern, special_tokens)?)
+        Self::from_json_str(&to_json(&parse(text)?, pattern, special_tokens, None)?)
     }
 }
 
@@ -136,7 +181,9 @@ mod tests {
     #[test]
     fn merges_follow_ranks() {
         let b64 = base64::engine::general_purpose::STANDARD;
-        let toks: Vec<&[u8]> = vec![b"a", b"b", b"c", b"ab", b"abc", b"bc"];
+        let toks: Vec<&[u8]> = vec![
+            b"a", b"b", b"c", b"ab", b"abc", b"bc", b"\"", b"\\", b"\"\\",
+        ];
         let mut text = String::new();
         for (r, t) in toks.iter().enumerate() {
             text.push_str(&b64.encode(t));
@@ -144,17 +191,26 @@ mod tests {
             text.push_str(&r.to_string());
             text.push('\n');
         }
-        let json = to_json(
+        let text = to_json(
             &parse(&text).unwrap(),
             CL100K_PATTERN,
-            &[("<|end|>".into(), 6)],
+            &[("<|end|>".into(), 9)],
+            None,
         )
         .unwrap();
+        let json: Value = serde_json::from_str(&text).unwrap();
         let merges = json["model"]["merges"].as_array().unwrap();
         assert_eq!(merges[0], json!(["a", "b"]));
         assert_eq!(merges[1], json!(["ab", "c"]));
         assert_eq!(merges[2], json!(["b", "c"]));
-        let tok = Tokenizer::from_json(json).unwrap();
-        assert_eq!(tok.token_to_id("<|end|>"), Some(6));
+        assert_eq!(merges[3], json!(["\"", "\\"]));
+        assert_eq!(json["model"]["vocab"]["\"\\"], json!(8));
+        assert_eq!(
+            json["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"],
+            json!(CL100K_PATTERN)
+        );
+        let tok = Tokenizer::from_json_str(&text).unwrap();
+        assert_eq!(tok.token_to_id("<|end|>"), Some(9));
+        assert_eq!(tok.token_to_id("\"\\"), Some(8));
     }
 }
