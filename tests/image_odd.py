@@ -221,3 +221,55 @@ def odd_pngs() -> dict[str, bytes]:
     out["16bit-rgb-trns-wide"] = png_raw(2, 1, 16, 2, rgb16, struct.pack(">3H", 300, 2, 3))
     out["16bit-rgb-trns-high-bytes"] = png_raw(2, 1, 16, 2, rgb16, struct.pack(">3H", 1, 3, 5))
     return out
+
+
+def odd_apngs() -> dict[str, bytes]:
+    """Name -> an APNG (or PNG) whose chunk sequence Pillow reads past the first frame's data:
+    frame controls out of sequence or outside the image, fdAT without fcTL, short chunks,
+    chunks after the point where Pillow stops reading an animated file."""
+    frames = [Image.fromarray(photo(seed=s)) for s in range(3)]
+    b = io.BytesIO()
+    frames[0].save(b, "PNG", save_all=True, append_images=frames[1:])
+    apng = b.getvalue()
+    # IHDR, acTL (3 frames), fcTL 0, IDAT, fcTL 1, fdAT 2, fcTL 3, fdAT 4, IEND
+    ihdr, actl, fctl0, idat, fctl1, fdat2, _fctl3, _fdat4, iend = png_chunks(apng)
+
+    def seq(c: tuple[bytes, bytes], n: int) -> tuple[bytes, bytes]:
+        return c[0], struct.pack(">I", n) + c[1][4:]
+
+    def frames_count(n: int) -> tuple[bytes, bytes]:
+        return b"acTL", struct.pack(">II", n, 0)
+
+    def wider(c: tuple[bytes, bytes]) -> tuple[bytes, bytes]:
+        width = struct.unpack(">I", c[1][4:8])[0]
+        return c[0], c[1][:4] + struct.pack(">I", width + 1) + c[1][8:]
+
+    still = [ihdr, frames_count(1), fctl0, idat]
+    cut = png_build([ihdr, actl, fctl0, idat, fctl1, fdat2])
+    junk = struct.pack(">I", 1000) + b"\x00\x01\x02\x03" + b"junk"
+    return {
+        "three-frames": apng,
+        # Pillow's Tests/images/apng/chunk_no_fctl.png
+        "fdat-without-fctl": png_build([ihdr, frames_count(1), idat, seq(fdat2, 0), iend]),
+        "fdat-without-fctl-no-actl": png_build([ihdr, idat, seq(fdat2, 0), iend]),
+        "still-fdat-out-of-sequence": png_build([*still, seq(fdat2, 5), iend]),
+        "still-fdat-in-sequence": png_build([*still, seq(fdat2, 1), iend]),
+        "first-fctl-not-0": png_build([ihdr, actl, seq(fctl0, 1), idat, iend]),
+        "first-fctl-outside-image": png_build([ihdr, actl, wider(fctl0), idat, iend]),
+        # an animated file: Pillow stops at the next fcTL, so nothing after it counts
+        "animated-later-fdat-out-of-sequence": png_build([ihdr, actl, fctl0, idat, fctl1, seq(fdat2, 7), iend]),
+        "animated-later-fctl-outside-image": png_build([ihdr, actl, fctl0, idat, wider(fctl1), fdat2, iend]),
+        "animated-later-fctl-short": png_build([ihdr, actl, fctl0, idat, (b"fcTL", b"\0" * 8), iend]),
+        "animated-cut-in-second-frame": cut[: len(cut) - 100],
+        "default-image-then-frame": png_build([ihdr, frames_count(1), idat, seq(fctl1, 0), seq(fdat2, 1), iend]),
+        "no-actl-fctl-after-idat-out-of-sequence": png_build([ihdr, idat, seq(fctl1, 3), iend]),
+        "no-actl-frame-after-idat": png_build([ihdr, idat, seq(fctl1, 0), seq(fdat2, 1), iend]),
+        "zero-frames-then-fdat": png_build([ihdr, frames_count(0), idat, seq(fdat2, 0), iend]),
+        "two-actl-still-frames": png_build([ihdr, actl, actl, fctl0, idat, fctl1, fdat2, iend]),
+        "two-actl-still-bad-sequence": png_build([ihdr, actl, actl, fctl0, idat, fctl1, seq(fdat2, 9), iend]),
+        "short-actl": png_build([ihdr, (b"acTL", b"\0\0\0\1"), idat, iend]),
+        "short-gama": png_build([ihdr, (b"gAMA", b"\0\1"), idat, iend]),
+        "short-phys-after-idat": png_build([ihdr, idat, (b"pHYs", b"\0\0\1"), iend]),
+        "not-a-name-after-idat": png_build([ihdr, idat]) + junk,
+        "not-a-name-before-idat": png_build([ihdr]) + junk[:12] + png_build([idat, iend])[8:],
+    }

@@ -16,7 +16,22 @@ from . import image_odd as odd
 
 JPEGS = odd.odd_jpegs()
 PNGS = odd.odd_pngs()
+APNGS = odd.odd_apngs()
 REFUSED_BY_PILLOW = {"bad-adler32", "bad-ihdr-crc", "chunk-after-idat-cut", "big-ztxt"}
+APNGS_REFUSED_BY_PILLOW = {
+    "fdat-without-fctl",
+    "fdat-without-fctl-no-actl",
+    "still-fdat-out-of-sequence",
+    "first-fctl-not-0",
+    "first-fctl-outside-image",
+    "no-actl-fctl-after-idat-out-of-sequence",
+    "zero-frames-then-fdat",
+    "two-actl-still-bad-sequence",
+    "short-actl",
+    "short-gama",
+    "short-phys-after-idat",
+    "not-a-name-before-idat",
+}
 
 
 def pillow(blob: bytes, mode: str) -> np.ndarray | None:
@@ -51,6 +66,20 @@ def test_odd_pngs_as_pillow(name):
     assert (pillow(PNGS[name], "RGB") is None) == (name in REFUSED_BY_PILLOW)
     for mode in ("RGB", "L", "RGBA"):
         check(PNGS[name], mode)
+
+
+@pytest.mark.filterwarnings("ignore:Invalid APNG")
+@pytest.mark.parametrize("name", sorted(APNGS))
+def test_odd_apng_chunk_sequences_as_pillow(name):
+    """Pillow refuses a file for the APNG chunks it reads with the first frame (after its pixels
+    are decoded, too) and stops reading an animated file at the next frame's fcTL."""
+    assert (pillow(APNGS[name], "RGB") is None) == (name in APNGS_REFUSED_BY_PILLOW)
+    for mode in ("RGB", "L", "RGBA"):
+        check(APNGS[name], mode)
+    if name in APNGS_REFUSED_BY_PILLOW:
+        with pytest.raises(DecodeError) as e:
+            fastprep.decode(APNGS[name])
+        assert e.value.reason == "corrupt"
 
 
 def test_orientation_sources_really_rotate():

@@ -5,6 +5,7 @@
 //! 1, 2 and 4 bits is scaled to 0..255, palettes are expanded, and tRNS becomes an alpha channel.
 use super::alloc;
 use super::decode::{check_pixels, no_memory, DecodeError, Raw, RawKind};
+use super::png_sequence::Sequence;
 use png::{BitDepth, ColorType, Transformations};
 use std::io::Cursor;
 
@@ -55,7 +56,8 @@ struct Walk {
 /// chunks' CRCs and anything after them are not (Pillow reads them without checking). Also
 /// sums the IDAT lengths, so that a header claiming more pixels than its data can inflate to
 /// is refused before anything is allocated for it (Pillow refuses it as truncated, after
-/// allocating the whole image).
+/// allocating the whole image). The walk ends where Pillow stops reading for the first frame
+/// (`png_sequence`), which refuses what Pillow's chunk handlers refuse.
 fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
     let be32 = |i: usize| {
         data.get(i..i + 4)
@@ -73,16 +75,30 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         trns: None,
     };
     let mut i = 8;
-    let mut in_header = true;
+    let mut sequence = Sequence::default();
     while let (Some(len), Some(kind)) = (be32(i), data.get(i + 4..i + 8)) {
         let len = len as usize;
         let body = i + 8..(i + 8).saturating_add(len);
-        if kind == b"IDAT" {
-            in_header = false;
-            walk.idat_bytes += len as u64;
-        } else if kind == b"IEND" {
+        // Pillow's chunk types are four word characters: another refuses the file before the
+        // image data ("broken PNG file") and ends the reading after it.
+        if !kind.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_') {
+            if sequence.in_data() {
+                break;
+            }
+            return Err(DecodeError::Corrupt(
+                "PNG",
+                format!("broken PNG file: the chunk type {kind:02x?} is not a name"),
+            ));
+        }
+        if kind == b"IEND" {
             walk.iend = true;
             break;
+        }
+        if sequence.stops_at(kind) {
+            break;
+        }
+        if kind == b"IDAT" {
+            walk.idat_bytes += len as u64;
         }
         if body.end <= data.len() {
             walk.body_end = body.end;
@@ -98,7 +114,8 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         if kind == b"tRNS" {
             walk.trns = Some(data[body.start..body.end].to_vec());
         }
-        if in_header {
+        sequence.chunk(kind, &data[body.start..body.end])?;
+        if !sequence.in_data() {
             let (Some(chunk), Some(crc)) = (data.get(i + 4..body.end), be32(body.end)) else {
                 break;
             };
