@@ -13,9 +13,9 @@ pub mod resize;
 #[cfg(target_arch = "x86_64")]
 mod resize_avx2;
 pub mod resize_box;
-mod resize_float;
 mod resize_kernels;
 mod resize_passes;
+mod resize_wide;
 pub mod train;
 
 pub use decode::{decode, DecodeOptions, Image, Mode, DEFAULT_MAX_PIXELS};
@@ -24,4 +24,4 @@ pub use resize::{
     resize_region_into, resize_u8, resize_window_u8, resize_window_u8_alpha, Filter, Window,
 };
 pub use resize_box::{resize_box_u8, resize_box_wide, PreReduce};
-pub use resize_float::{resize_f32, Wide};
+pub use resize_wide::{resize_f32, Wide};

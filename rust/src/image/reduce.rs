@@ -9,7 +9,7 @@
 //! first (f32 rounds, int32 wraps), since that order shows in the result.
 use super::alloc;
 use super::resize::no_memory;
-use super::resize_float::Wide;
+use super::resize_wide::Wide;
 use crate::error::ImageError;
 
 /// The source rectangle reduced, `(x0, y0, x1, y1)` in whole pixels.

@@ -7,9 +7,9 @@
 use super::alloc;
 use super::reduce::{self, IntBox};
 use super::resize::{no_memory, Filter, Window};
-use super::resize_float::{convolve_wide, Wide};
 use super::resize_kernels as kernels;
 use super::resize_passes::{convolve, Job, Origin};
+use super::resize_wide::{convolve_wide, Wide};
 use crate::error::ImageError;
 
 /// `(x0, y0, x1, y1)` of the source, as the C floats Pillow parses them into.
