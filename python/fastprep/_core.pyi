@@ -75,6 +75,7 @@ def resize_batch_u8(
     out_height: int,
     filter: str,
     num_threads: int | None = None,
+    boxes: list[tuple[float, float, float, float] | None] | None = None,
 ) -> None: ...
 def resize_tables(
     in_size: int, out_size: int, filter: str, fixed: bool = True, antialias: bool = True

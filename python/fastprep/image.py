@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import numbers
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -260,11 +261,17 @@ def resize(
 
 
 def resize_batch(
-    images: Any, size: tuple[int, int], *, filter: Filter = "bicubic", num_threads: int | None = None
+    images: Any,
+    size: tuple[int, int],
+    *,
+    filter: Filter = "bicubic",
+    num_threads: int | None = None,
+    box: Any = None,
 ) -> Any:
     """Resize many uint8 images (a list of arrays of any sizes, or an (N, H, W[, C]) array) to one
     ``size`` in parallel; returns an (N, height, width[, C]) array. Each image equals
-    ``resize(image, size, filter=filter)``."""
+    ``resize(image, size, filter=filter, box=...)``: ``box`` is one ``(x0, y0, x1, y1)`` for
+    every image, or a sequence of one box (or None, the whole image) per image."""
     import numpy as np
 
     arrs = [np.ascontiguousarray(a) for a in images]
@@ -278,9 +285,24 @@ def resize_batch(
     if len({s[2] for s in shapes}) != 1:
         raise ValueError("all images of a batch need the same number of channels")
     channels = shapes[0][2]
+    boxes = _batch_boxes(box, shapes) if box is not None else None
     out = np.empty((len(arrs), out_height, out_width, channels), np.uint8)
-    _core.resize_batch_u8(arrs, shapes, out, out_width, out_height, filter, num_threads)
+    _core.resize_batch_u8(arrs, shapes, out, out_width, out_height, filter, num_threads, boxes)
     return out[..., 0] if ndim == 2 else out
+
+
+def _batch_boxes(box: Any, shapes: list[tuple[int, int, int]]) -> list[tuple[float, float, float, float] | None]:
+    """One float box per image (None: the whole image, which Pillow resizes without a box)."""
+    per_image = list(box)
+    if len(per_image) == 4 and all(isinstance(v, numbers.Real) for v in per_image):
+        per_image = [box] * len(shapes)
+    if len(per_image) != len(shapes):
+        raise ValueError(f"box must be one box or one per image ({len(shapes)}), got {len(per_image)}")
+    out = []
+    for b, (height, width, _) in zip(per_image, shapes, strict=True):
+        fbox = _resize_box.full_box(b, width, height)
+        out.append(None if fbox == (0, 0, width, height) else fbox)
+    return out
 
 
 def _resize_with_box(
