@@ -270,6 +270,8 @@ def odd_apngs() -> dict[str, bytes]:
         "short-actl": png_build([ihdr, (b"acTL", b"\0\0\0\1"), idat, iend]),
         "short-gama": png_build([ihdr, (b"gAMA", b"\0\1"), idat, iend]),
         "short-phys-after-idat": png_build([ihdr, idat, (b"pHYs", b"\0\0\1"), iend]),
+        "animated-exif-before-next-fctl": png_build([ihdr, actl, fctl0, idat, (b"eXIf", exif(6)), fctl1, fdat2, iend]),
+        "animated-exif-after-next-fctl": png_build([ihdr, actl, fctl0, idat, fctl1, (b"eXIf", exif(6)), fdat2, iend]),
         "not-a-name-after-idat": png_build([ihdr, idat]) + junk,
         "not-a-name-before-idat": png_build([ihdr]) + junk[:12] + png_build([idat, iend])[8:],
     }

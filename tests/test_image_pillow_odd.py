@@ -88,6 +88,8 @@ def test_orientation_sources_really_rotate():
     assert fastprep.decode(JPEGS["exif-8-bad-next-ifd"]).shape[:2] == (48, 40)
     assert fastprep.decode(PNGS["exif-6-after-idat"]).shape[:2] == (48, 40)
     assert fastprep.decode(PNGS["raw-profile-6-ztxt"]).shape[:2] == (48, 40)
+    assert fastprep.decode(APNGS["animated-exif-before-next-fctl"]).shape[:2] == (48, 40)
+    assert fastprep.decode(APNGS["animated-exif-after-next-fctl"]).shape[:2] == (40, 48)  # not read
     assert fastprep.decode(JPEGS["exif-6-over-xmp-3"]).shape[:2] == (48, 40)
     plain = fastprep.decode(JPEGS["stray-before-dqt"])
     np.testing.assert_array_equal(fastprep.decode(JPEGS["xmp-3-attribute"]), plain[::-1, ::-1])

@@ -207,8 +207,9 @@ fn crc32(bytes: &[u8]) -> u32 {
 #[allow(clippy::too_many_lines)]
 pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeError> {
     let walk = walk_chunks(data)?;
-    // Read first: Pillow refuses some files for their text chunks alone.
-    let orientation = super::orientation::png(data)?;
+    // Read first: Pillow refuses some files for their text chunks alone. Only the chunks Pillow
+    // reads for the first frame count (an animated file's later frames may carry EXIF too).
+    let orientation = super::orientation::png(&data[..walk.body_end])?;
     // The size is checked from IHDR (always the first chunk) before the decoder reads further.
     if walk.width > 0 && walk.height > 0 {
         check_pixels(walk.width, walk.height, max_pixels)?;
