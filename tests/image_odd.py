@@ -217,6 +217,18 @@ def odd_pngs() -> dict[str, bytes]:
     }
     for name, (w, h, depth, color, rows, t) in trns.items():
         out[name] = png_raw(w, h, depth, color, rows, struct.pack(">H", t))
+    # palettes: Pillow keeps the last PLTE before the image data (none: all black) and the last
+    # tRNS it reads, also after the image data
+    b = io.BytesIO()
+    Image.fromarray(photo()).quantize(16).save(b, "PNG", transparency=0)
+    p_ihdr, plte, p_trns, *p_rest = png_chunks(b.getvalue())
+    other = (b"PLTE", plte[1][::-1])
+    out["palette-trns-after-idat"] = png_build([p_ihdr, plte, p_trns, *p_rest[:-1], (b"tRNS", b"\x02"), p_rest[-1]])
+    out["palette-only-trns-after-idat"] = png_build([p_ihdr, plte, *p_rest[:-1], (b"tRNS", b"\x09\x00"), p_rest[-1]])
+    out["palette-two-trns"] = png_build([p_ihdr, plte, p_trns, (b"tRNS", b"\xff\x05"), *p_rest])
+    out["palette-two-plte"] = png_build([p_ihdr, plte, other, p_trns, *p_rest])
+    out["palette-plte-after-idat"] = png_build([p_ihdr, plte, p_trns, *p_rest[:-1], other, p_rest[-1]])
+    out["palette-no-plte"] = png_build([p_ihdr, p_trns, *p_rest])
     rgb16 = [struct.pack(">6H", 300, 2, 3, 0x0100, 0x0300, 0x0500)]
     out["16bit-rgb-trns-wide"] = png_raw(2, 1, 16, 2, rgb16, struct.pack(">3H", 300, 2, 3))
     out["16bit-rgb-trns-high-bytes"] = png_raw(2, 1, 16, 2, rgb16, struct.pack(">3H", 1, 3, 5))
@@ -272,6 +284,48 @@ def odd_apngs() -> dict[str, bytes]:
         "short-phys-after-idat": png_build([ihdr, idat, (b"pHYs", b"\0\0\1"), iend]),
         "animated-exif-before-next-fctl": png_build([ihdr, actl, fctl0, idat, (b"eXIf", exif(6)), fctl1, fdat2, iend]),
         "animated-exif-after-next-fctl": png_build([ihdr, actl, fctl0, idat, fctl1, (b"eXIf", exif(6)), fdat2, iend]),
+        "empty-first-frame": png_build(
+            [ihdr, actl, (b"fcTL", struct.pack(">IIIIIHHBB", 0, 0, 5, 1, 1, 1, 10, 0, 0)), idat, iend]
+        ),
         "not-a-name-after-idat": png_build([ihdr, idat]) + junk,
         "not-a-name-before-idat": png_build([ihdr]) + junk[:12] + png_build([idat, iend])[8:],
     }
+
+
+def partial_frame_apngs() -> dict[str, bytes]:
+    """Name -> an APNG whose first frame (its fcTL before the image data) is only part of the
+    image, or whose image data is fdAT chunks: outside the APNG spec, decoded by Pillow onto a
+    zero-filled image (where zero may be a palette's first colour, or transparent by tRNS)."""
+    full = photo(48, 40, seed=3)
+    alpha = np.random.default_rng(3).integers(0, 256, (40, 48), dtype=np.uint8)
+    paletted = Image.fromarray(full).quantize(16)
+    images = {
+        "rgb": (Image.fromarray(full), {}),
+        "rgba": (Image.fromarray(np.dstack([full, alpha])), {}),
+        "l-trns-0": (Image.fromarray(full[..., 0]), {"transparency": 0}),
+        "la": (Image.fromarray(np.dstack([full[..., 0], alpha]), "LA"), {}),
+        "p-trns-0": (paletted, {"transparency": 0}),
+        "i16": (Image.fromarray(full[..., 1].astype(np.uint16) * 257), {}),
+    }
+
+    def saved(im: Image.Image, save: dict) -> list[tuple[bytes, bytes]]:
+        b = io.BytesIO()
+        im.save(b, "PNG", **save)
+        return png_chunks(b.getvalue())
+
+    out = {}
+    for name, (im, save) in images.items():
+        chunks = saved(im, save)
+        header = [c for c in chunks if c[0] not in (b"IDAT", b"IEND")]
+        for x, y, w, h in ((5, 3, 30, 20), (0, 0, 48, 40), (47, 39, 1, 1), (0, 10, 48, 30)):
+            data = [c for c in saved(im.crop((x, y, x + w, y + h)), save) if c[0] == b"IDAT"]
+            fctl = (b"fcTL", struct.pack(">IIIIIHHBB", 0, w, h, x, y, 1, 10, 0, 0))
+            fdat = [(b"fdAT", struct.pack(">I", 1 + i) + c[1]) for i, c in enumerate(data)]
+            actl = (b"acTL", struct.pack(">II", 1, 0))
+            if (w, h) != (48, 40):
+                out[f"{name}-{w}x{h}-at-{x},{y}"] = png_build([*header, actl, fctl, *data, (b"IEND", b"")])
+            out[f"{name}-{w}x{h}-at-{x},{y}-fdat"] = png_build([*header, actl, fctl, *fdat, (b"IEND", b"")])
+        no_actl = [*header, (b"fcTL", struct.pack(">IIIIIHHBB", 0, 10, 8, 2, 2, 1, 10, 0, 0))]
+        small = [c for c in saved(im.crop((2, 2, 12, 10)), save) if c[0] == b"IDAT"]
+        out[f"{name}-10x8-no-actl"] = png_build([*no_actl, *small, (b"IEND", b"")])
+    return out

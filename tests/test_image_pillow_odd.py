@@ -17,6 +17,7 @@ from . import image_odd as odd
 JPEGS = odd.odd_jpegs()
 PNGS = odd.odd_pngs()
 APNGS = odd.odd_apngs()
+PARTIAL_FRAMES = odd.partial_frame_apngs()
 REFUSED_BY_PILLOW = {"bad-adler32", "bad-ihdr-crc", "chunk-after-idat-cut", "big-ztxt"}
 APNGS_REFUSED_BY_PILLOW = {
     "fdat-without-fctl",
@@ -24,6 +25,7 @@ APNGS_REFUSED_BY_PILLOW = {
     "still-fdat-out-of-sequence",
     "first-fctl-not-0",
     "first-fctl-outside-image",
+    "empty-first-frame",
     "no-actl-fctl-after-idat-out-of-sequence",
     "zero-frames-then-fdat",
     "two-actl-still-bad-sequence",
@@ -80,6 +82,16 @@ def test_odd_apng_chunk_sequences_as_pillow(name):
         with pytest.raises(DecodeError) as e:
             fastprep.decode(APNGS[name])
         assert e.value.reason == "corrupt"
+
+
+@pytest.mark.filterwarnings("ignore:Invalid APNG")
+@pytest.mark.parametrize("name", sorted(PARTIAL_FRAMES))
+def test_apng_first_frame_of_part_of_the_image_as_pillow(name):
+    """Pillow decodes such a frame into its place on a zero-filled image (not a black one: zero
+    is the palette's first colour, or transparent where tRNS says so)."""
+    assert pillow(PARTIAL_FRAMES[name], "RGB") is not None, "Pillow decodes every one of these"
+    for mode in ("RGB", "L", "RGBA"):
+        check(PARTIAL_FRAMES[name], mode)
 
 
 def test_orientation_sources_really_rotate():

@@ -5,6 +5,7 @@
 //! 1, 2 and 4 bits is scaled to 0..255, palettes are expanded, and tRNS becomes an alpha channel.
 use super::alloc;
 use super::decode::{check_pixels, no_memory, DecodeError, Raw, RawKind};
+use super::png_rewrite::{self, Rewrite};
 use super::png_sequence::Sequence;
 use png::{BitDepth, ColorType, Transformations};
 use std::io::Cursor;
@@ -45,10 +46,18 @@ struct Walk {
     /// ends (before its CRC, which may be cut).
     iend: bool,
     body_end: usize,
-    /// IHDR's bit depth and colour type, and the tRNS chunk's body.
+    /// IHDR's bit depth and colour type, and the last tRNS chunk's body.
     depth: u8,
     color: u8,
     trns: Option<Vec<u8>>,
+    /// Whether the crate would take another tRNS than Pillow's (several, or one after the
+    /// image data): it takes the first before the data, Pillow the last it reads.
+    trns_elsewhere: bool,
+    /// The last PLTE before the image data (Pillow's palette), and how many there are.
+    plte: Option<Vec<u8>>,
+    plte_count: usize,
+    /// An APNG first frame that is only part of the image (`png_rewrite`).
+    partial_frame: Option<[u32; 4]>,
 }
 
 /// Walks the chunks as Pillow's `PngImageFile._open` does: each chunk up to the first IDAT is
@@ -73,6 +82,10 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         depth: 0,
         color: 0,
         trns: None,
+        trns_elsewhere: false,
+        plte: None,
+        plte_count: 0,
+        partial_frame: None,
     };
     let mut i = 8;
     let mut sequence = Sequence::default();
@@ -112,7 +125,12 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         }
         // Pillow reads tRNS after the image data too (the last one wins).
         if kind == b"tRNS" {
+            walk.trns_elsewhere |= walk.trns.is_some() || sequence.in_data();
             walk.trns = Some(data[body.start..body.end].to_vec());
+        }
+        if kind == b"PLTE" && !sequence.in_data() {
+            walk.plte_count += 1;
+            walk.plte = Some(data[body.start..body.end].to_vec());
         }
         sequence.chunk(kind, &data[body.start..body.end])?;
         if !sequence.in_data() {
@@ -150,6 +168,7 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         }
         i = body.end.saturating_add(4);
     }
+    walk.partial_frame = sequence.partial_first_frame();
     Ok(walk)
 }
 
@@ -188,7 +207,7 @@ fn pillow_trns_alpha(pixels: &mut [u8], kind: RawKind, color: u8, depth: u8, trn
 
 /// The CRC-32 of PNG (ISO 3309), bitwise: only the few chunks before the image data go
 /// through it, so a table-driven one would not pay for itself.
-fn crc32(bytes: &[u8]) -> u32 {
+pub(super) fn crc32(bytes: &[u8]) -> u32 {
     let mut c = !0u32;
     for &b in bytes {
         c ^= u32::from(b);
@@ -214,6 +233,22 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
     if walk.width > 0 && walk.height > 0 {
         check_pixels(walk.width, walk.height, max_pixels)?;
     }
+    // A palette's colours and alpha come from the crate's expansion: give it Pillow's.
+    let palette = if walk.color == 3 {
+        Rewrite {
+            plte: Some(walk.plte.as_deref().unwrap_or(&[0; 768])),
+            trns: walk.trns.as_deref(),
+            ..Rewrite::default()
+        }
+    } else {
+        Rewrite::default()
+    };
+    if let Some(frame) = walk.partial_frame {
+        let (size, format) = ((walk.width, walk.height), (walk.depth, walk.color));
+        let end = walk.body_end;
+        let raw = png_rewrite::partial_frame(data, end, frame, size, format, palette, max_pixels)?;
+        return Ok(PngOut { raw, orientation });
+    }
     if let Some(raw) = walk.raw_bytes {
         if raw > walk.idat_bytes.saturating_mul(MAX_INFLATE_RATIO) + 1024 {
             return Err(DecodeError::Truncated(
@@ -231,19 +266,16 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
     let mut options = png::DecodeOptions::default();
     options.set_ignore_crc(true);
     options.set_ignore_adler32(false);
-    // Pillow stops reading after the image data at the first chunk it cannot read, so a file
-    // without IEND (or whose last CRC is cut) decodes; the png crate wants IEND, so it gets one.
-    let patched;
-    let data = if walk.iend {
+    // Pillow stops reading where the walk stopped (a file without IEND, or whose last CRC is
+    // cut, decodes; the png crate wants IEND, so it gets one), and a palette is Pillow's.
+    let rewritten;
+    let palette_moved = walk.color == 3 && (walk.plte_count != 1 || walk.trns_elsewhere);
+    let data = if walk.iend && !palette_moved {
         data
     } else {
-        let mut v = alloc::with_capacity(walk.body_end + 16)
+        rewritten = png_rewrite::rewrite(data, walk.body_end, palette)
             .map_err(|e| no_memory(walk.width, walk.height, e))?;
-        v.extend_from_slice(&data[..walk.body_end]);
-        v.extend_from_slice(&[0; 4]); // the CRC (not checked past the header chunks)
-        v.extend_from_slice(b"\0\0\0\0IEND\xaeB`\x82");
-        patched = v;
-        &patched[..]
+        &rewritten[..]
     };
     let mut decoder = png::Decoder::new_with_options(Cursor::new(data), options);
     decoder.set_transformations(Transformations::EXPAND);

@@ -29,8 +29,11 @@ pub(super) struct Sequence {
     frames: Option<u64>,
     /// The last fcTL or fdAT sequence number.
     seq: Option<u32>,
-    /// An fcTL came before the image data, which then is the first frame, not a default image.
-    frame_control: bool,
+    /// The last fcTL's frame `[x, y, width, height]` before the image data, which then is the
+    /// first frame, not a default image.
+    frame: Option<[u32; 4]>,
+    /// The image data is fdAT chunks (an fcTL, then fdAT with no IDAT).
+    fdat_data: bool,
     /// Set at the first image data chunk: whether Pillow counts more than one frame.
     animated: Option<bool>,
 }
@@ -47,6 +50,14 @@ impl Sequence {
     /// Whether the image data (IDAT, or an fdAT that Pillow takes as the image) has begun.
     pub(super) fn in_data(&self) -> bool {
         self.animated.is_some()
+    }
+
+    /// The first frame `[x, y, width, height]` where Pillow decodes it into a part of the image
+    /// (its fcTL smaller than IHDR) or from fdAT chunks, neither of which the APNG spec allows.
+    pub(super) fn partial_first_frame(&self) -> Option<[u32; 4]> {
+        let whole = |f: &[u32; 4]| u64::from(f[2]) == self.width && u64::from(f[3]) == self.height;
+        self.frame
+            .filter(|f| self.fdat_data || f[0] != 0 || f[1] != 0 || !whole(f))
     }
 
     /// Whether Pillow stops reading at a chunk of this type, before its body: the next frame
@@ -81,18 +92,22 @@ impl Sequence {
             }
             b"fcTL" => {
                 self.follow(be32(body, 0), true)?;
-                let [w, h, x, y] = [4, 8, 12, 16].map(|at| u64::from(be32(body, at)));
-                if x + w > self.width || y + h > self.height {
+                let [w, h, x, y] = [4, 8, 12, 16].map(|at| be32(body, at));
+                let outside = |at: u32, len: u32, size: u64| u64::from(at) + u64::from(len) > size;
+                if outside(x, w, self.width) || outside(y, h, self.height) {
                     return Err(corrupt(format!(
                         "APNG contains invalid frames: a {w}x{h} frame at ({x}, {y}) outside the \
                          {}x{} image",
                         self.width, self.height
                     )));
                 }
-                self.frame_control = true;
+                if self.animated.is_none() {
+                    self.frame = Some([x, y, w, h]);
+                }
             }
             b"fdAT" => {
                 self.follow(be32(body, 0), false)?;
+                self.fdat_data |= self.animated.is_none();
                 self.data_begins();
             }
             b"IDAT" => self.data_begins(),
@@ -121,7 +136,7 @@ impl Sequence {
 
     fn data_begins(&mut self) {
         if self.animated.is_none() {
-            let default_image = self.frames.is_some() && !self.frame_control;
+            let default_image = self.frames.is_some() && self.frame.is_none();
             self.animated = Some(self.frames.unwrap_or(1) + u64::from(default_image) > 1);
         }
     }
