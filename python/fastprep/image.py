@@ -5,9 +5,9 @@
 - ``resize`` / ``resize_batch``: bit-exact with ``PIL.Image.resize`` for 8-bit L, RGB and RGBA
   images with every filter (nearest, box, bilinear, hamming, bicubic, lanczos), and with Pillow's
   arithmetic of its other modes (F, I, I;16, "1", P, ...) for float32, int32, uint16 and bool
-  images. Pillow 13 changed the order of the two passes for some
-  sizes (which changes bytes), so fastprep follows the Pillow installed beside it, or 13 when
-  there is none; ``pillow_order(12)`` / ``pillow_order(13)`` chooses explicitly.
+  images. Pillow 13 changed the order of the two passes for some sizes (which changes bytes), so
+  fastprep follows the Pillow installed beside it, or 13 when there is none;
+  ``pillow_order(12)`` / ``pillow_order(13)`` chooses explicitly.
 """
 
 from __future__ import annotations
@@ -177,7 +177,7 @@ def _resize_mode(arr: Any, channels: int, mode: str | None) -> str:
     elif arr.dtype == np.int32:
         natural = ("I",)
     elif arr.dtype.kind == "u" and arr.dtype.itemsize == 2:
-        natural = ("I;16B", "I;16") if arr.dtype.byteorder == ">" else _MODES_U16
+        natural = ("I;16B", "I;16", "I;16L", "I;16N") if arr.dtype.byteorder == ">" else _MODES_U16
     else:
         raise TypeError(
             f"resize takes uint8, uint16, int32, float32 or bool images, got {arr.dtype}; convert "
