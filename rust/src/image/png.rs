@@ -168,7 +168,7 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         }
         i = body.end.saturating_add(4);
     }
-    walk.partial_frame = sequence.partial_first_frame();
+    walk.partial_frame = sequence.partial_first_frame(walk.width, walk.height);
     Ok(walk)
 }
 

@@ -52,10 +52,11 @@ impl Sequence {
         self.animated.is_some()
     }
 
-    /// The first frame `[x, y, width, height]` where Pillow decodes it into a part of the image
-    /// (its fcTL smaller than IHDR) or from fdAT chunks, neither of which the APNG spec allows.
-    pub(super) fn partial_first_frame(&self) -> Option<[u32; 4]> {
-        let whole = |f: &[u32; 4]| u64::from(f[2]) == self.width && u64::from(f[3]) == self.height;
+    /// The first frame `[x, y, width, height]` where Pillow decodes it into a part of the
+    /// `width` x `height` image (its fcTL smaller than IHDR) or from fdAT chunks, neither of
+    /// which the APNG spec allows.
+    pub(super) fn partial_first_frame(&self, width: usize, height: usize) -> Option<[u32; 4]> {
+        let whole = |f: &[u32; 4]| f[2] as usize == width && f[3] as usize == height;
         self.frame
             .filter(|f| self.fdat_data || f[0] != 0 || f[1] != 0 || !whole(f))
     }
