@@ -229,6 +229,9 @@ def odd_pngs() -> dict[str, bytes]:
     out["palette-two-plte"] = png_build([p_ihdr, plte, other, p_trns, *p_rest])
     out["palette-plte-after-idat"] = png_build([p_ihdr, plte, p_trns, *p_rest[:-1], other, p_rest[-1]])
     out["palette-no-plte"] = png_build([p_ihdr, p_trns, *p_rest])
+    out["palette-trns-before-plte"] = png_build([p_ihdr, p_trns, plte, *p_rest])
+    # IHDR's compression method, which Pillow does not read
+    out["ihdr-compression-method-1"] = png_build([(b"IHDR", ch[0][1][:10] + b"\x01" + ch[0][1][11:]), *ch[1:]])
     rgb16 = [struct.pack(">6H", 300, 2, 3, 0x0100, 0x0300, 0x0500)]
     out["16bit-rgb-trns-wide"] = png_raw(2, 1, 16, 2, rgb16, struct.pack(">3H", 300, 2, 3))
     out["16bit-rgb-trns-high-bytes"] = png_raw(2, 1, 16, 2, rgb16, struct.pack(">3H", 1, 3, 5))
@@ -278,6 +281,8 @@ def odd_apngs() -> dict[str, bytes]:
         "no-actl-frame-after-idat": png_build([ihdr, idat, seq(fctl1, 0), seq(fdat2, 1), iend]),
         "zero-frames-then-fdat": png_build([ihdr, frames_count(0), idat, seq(fdat2, 0), iend]),
         "two-actl-still-frames": png_build([ihdr, actl, actl, fctl0, idat, fctl1, fdat2, iend]),
+        # blend and dispose operations Pillow does not check (the png crate does)
+        "first-fctl-odd-blend-dispose": png_build([ihdr, actl, (b"fcTL", fctl0[1][:24] + b"\x07\x09"), idat, iend]),
         "two-actl-still-bad-sequence": png_build([ihdr, actl, actl, fctl0, idat, fctl1, seq(fdat2, 9), iend]),
         "short-actl": png_build([ihdr, (b"acTL", b"\0\0\0\1"), idat, iend]),
         "short-gama": png_build([ihdr, (b"gAMA", b"\0\1"), idat, iend]),

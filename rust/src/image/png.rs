@@ -46,18 +46,47 @@ struct Walk {
     /// ends (before its CRC, which may be cut).
     iend: bool,
     body_end: usize,
-    /// IHDR's bit depth and colour type, and the last tRNS chunk's body.
+    /// IHDR's bit depth, colour type and interlacing, and the last tRNS chunk's body.
     depth: u8,
     color: u8,
+    interlaced: bool,
     trns: Option<Vec<u8>>,
-    /// Whether the crate would take another tRNS than Pillow's (several, or one after the
-    /// image data): it takes the first before the data, Pillow the last it reads.
+    /// Whether the crate would take another tRNS than Pillow's (several, one before PLTE or
+    /// after the image data): it takes the first between them, Pillow the last it reads.
     trns_elsewhere: bool,
+    /// APNG chunks were read, which the crate checks further than Pillow does (blend and
+    /// dispose operations, frame sizes): it gets the file without them. Or IHDR has a
+    /// compression or interlace method that the crate refuses and Pillow does not look at.
+    apng: bool,
+    odd_ihdr: bool,
     /// The last PLTE before the image data (Pillow's palette), and how many there are.
     plte: Option<Vec<u8>>,
     plte_count: usize,
     /// An APNG first frame that is only part of the image (`png_rewrite`).
     partial_frame: Option<[u32; 4]>,
+}
+
+impl Walk {
+    /// What IHDR (at least 13 bytes) says.
+    fn header(&mut self, d: &[u8]) {
+        (self.depth, self.color) = (d[8], d[9]);
+        self.odd_ihdr = d[10] != 0 || d[12] > 1;
+        self.interlaced = d[12] != 0;
+        self.width = u32::from_be_bytes([d[0], d[1], d[2], d[3]]) as usize;
+        self.height = u32::from_be_bytes([d[4], d[5], d[6], d[7]]) as usize;
+        let samples = match self.color {
+            0 | 3 => 1,
+            2 => 3,
+            4 => 2,
+            6 => 4,
+            _ => 0,
+        };
+        let row_bits = (self.width as u64).checked_mul(samples * u64::from(self.depth));
+        // Interlaced images have more filter bytes, never fewer sample bytes.
+        self.raw_bytes = row_bits
+            .and_then(|b| (b.div_ceil(8) + 1).checked_mul(self.height as u64))
+            .filter(|_| samples > 0);
+    }
 }
 
 /// Walks the chunks as Pillow's `PngImageFile._open` does: each chunk up to the first IDAT is
@@ -81,8 +110,11 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         body_end: 8,
         depth: 0,
         color: 0,
+        interlaced: false,
         trns: None,
         trns_elsewhere: false,
+        apng: false,
+        odd_ihdr: false,
         plte: None,
         plte_count: 0,
         partial_frame: None,
@@ -125,13 +157,14 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         }
         // Pillow reads tRNS after the image data too (the last one wins).
         if kind == b"tRNS" {
-            walk.trns_elsewhere |= walk.trns.is_some() || sequence.in_data();
+            walk.trns_elsewhere |= walk.trns.is_some() || walk.plte.is_none() || sequence.in_data();
             walk.trns = Some(data[body.start..body.end].to_vec());
         }
         if kind == b"PLTE" && !sequence.in_data() {
             walk.plte_count += 1;
             walk.plte = Some(data[body.start..body.end].to_vec());
         }
+        walk.apng |= matches!(kind, b"acTL" | b"fcTL" | b"fdAT");
         sequence.chunk(kind, &data[body.start..body.end])?;
         if !sequence.in_data() {
             let (Some(chunk), Some(crc)) = (data.get(i + 4..body.end), be32(body.end)) else {
@@ -147,23 +180,7 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
                 ));
             }
             if kind == b"IHDR" && len >= 13 {
-                let d = &data[body.start..body.end];
-                (walk.depth, walk.color) = (d[8], d[9]);
-                walk.width = u32::from_be_bytes([d[0], d[1], d[2], d[3]]) as usize;
-                walk.height = u32::from_be_bytes([d[4], d[5], d[6], d[7]]) as usize;
-                let (depth, color) = (u64::from(d[8]), d[9]);
-                let samples = match color {
-                    0 | 3 => 1,
-                    2 => 3,
-                    4 => 2,
-                    6 => 4,
-                    _ => 0,
-                };
-                let row_bits = (walk.width as u64).checked_mul(samples * depth);
-                // Interlaced images have more filter bytes, never fewer sample bytes.
-                walk.raw_bytes = row_bits
-                    .and_then(|b| (b.div_ceil(8) + 1).checked_mul(walk.height as u64))
-                    .filter(|_| samples > 0);
+                walk.header(&data[body.start..body.end]);
             }
         }
         i = body.end.saturating_add(4);
@@ -244,7 +261,8 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
         Rewrite::default()
     };
     if let Some(frame) = walk.partial_frame {
-        let (size, format) = ((walk.width, walk.height), (walk.depth, walk.color));
+        let size = (walk.width, walk.height);
+        let format = (walk.depth, walk.color, walk.interlaced);
         let end = walk.body_end;
         let raw = png_rewrite::partial_frame(data, end, frame, size, format, palette, max_pixels)?;
         return Ok(PngOut { raw, orientation });
@@ -267,10 +285,11 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
     options.set_ignore_crc(true);
     options.set_ignore_adler32(false);
     // Pillow stops reading where the walk stopped (a file without IEND, or whose last CRC is
-    // cut, decodes; the png crate wants IEND, so it gets one), and a palette is Pillow's.
+    // cut, decodes; the png crate wants IEND, so it gets one), a palette is Pillow's, and an
+    // APNG is its first frame.
     let rewritten;
     let palette_moved = walk.color == 3 && (walk.plte_count != 1 || walk.trns_elsewhere);
-    let data = if walk.iend && !palette_moved {
+    let data = if walk.iend && !palette_moved && !walk.apng && !walk.odd_ihdr {
         data
     } else {
         rewritten = png_rewrite::rewrite(data, walk.body_end, palette)

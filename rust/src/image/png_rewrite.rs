@@ -1,5 +1,7 @@
 //! PNGs rewritten for the `png` crate so that it reads what Pillow reads.
 //!
+//! IHDR: Pillow ignores the compression method and takes any interlace method but 0 as Adam7.
+//!
 //! A palette image's colours are the last PLTE before the image data (all black without one) and
 //! its transparency the last tRNS Pillow read (also after the image data), where the crate
 //! refuses a second PLTE or none and takes the first tRNS: the rewrite keeps Pillow's, just
@@ -98,9 +100,8 @@ pub(super) fn rewrite(data: &[u8], end: usize, how: Rewrite<'_>) -> Result<Vec<u
                     ihdr[..4].copy_from_slice(&w.to_be_bytes());
                     ihdr[4..8].copy_from_slice(&h.to_be_bytes());
                 }
-                if how.zero_row.is_some() {
-                    ihdr[12] = 0;
-                }
+                ihdr[10] = 0;
+                ihdr[12] = u8::from(how.zero_row.is_none() && ihdr[12] != 0);
                 push_chunk(&mut out, kind, &ihdr);
             }
             b"acTL" | b"fcTL" => {}
@@ -123,7 +124,8 @@ pub(super) fn rewrite(data: &[u8], end: usize, how: Rewrite<'_>) -> Result<Vec<u
 }
 
 /// Decodes the first frame `[x, y, width, height]` of the PNG `data` (its chunks whole up to
-/// `end`) onto a `width` x `height` image of IHDR's `depth` and `color` type, as Pillow does;
+/// `end`) onto a `width` x `height` image of IHDR's `depth`, `color` type and interlacing, as
+/// Pillow does;
 /// `palette` is a palette image's PLTE and tRNS as Pillow takes them.
 #[allow(clippy::too_many_arguments)]
 pub(super) fn partial_frame(
@@ -131,11 +133,19 @@ pub(super) fn partial_frame(
     end: usize,
     frame: [u32; 4],
     (width, height): (usize, usize),
-    (depth, color): (u8, u8),
+    (depth, color, interlaced): (u8, u8, bool),
     palette: Rewrite<'_>,
     max_pixels: Option<u64>,
 ) -> Result<Raw, DecodeError> {
     let [x, y, w, h] = frame.map(|v| v as usize);
+    if interlaced {
+        // Pillow's Adam7 decoding into a tile that is not the whole image does not put every
+        // pass where the spec would, and that is not reproduced: refuse rather than differ.
+        return Err(DecodeError::Unsupported(
+            "PNG",
+            "an interlaced APNG first frame that covers only part of the image".into(),
+        ));
+    }
     if x + w > width || y + h > height {
         // Only where an IHDR between the fcTL and the image data changed the size.
         return Err(DecodeError::Corrupt(
