@@ -217,7 +217,120 @@ def odd_pngs() -> dict[str, bytes]:
     }
     for name, (w, h, depth, color, rows, t) in trns.items():
         out[name] = png_raw(w, h, depth, color, rows, struct.pack(">H", t))
+    # palettes: Pillow keeps the last PLTE before the image data (none: all black) and the last
+    # tRNS it reads, also after the image data
+    b = io.BytesIO()
+    Image.fromarray(photo()).quantize(16).save(b, "PNG", transparency=0)
+    p_ihdr, plte, p_trns, *p_rest = png_chunks(b.getvalue())
+    other = (b"PLTE", plte[1][::-1])
+    out["palette-trns-after-idat"] = png_build([p_ihdr, plte, p_trns, *p_rest[:-1], (b"tRNS", b"\x02"), p_rest[-1]])
+    out["palette-only-trns-after-idat"] = png_build([p_ihdr, plte, *p_rest[:-1], (b"tRNS", b"\x09\x00"), p_rest[-1]])
+    out["palette-two-trns"] = png_build([p_ihdr, plte, p_trns, (b"tRNS", b"\xff\x05"), *p_rest])
+    out["palette-two-plte"] = png_build([p_ihdr, plte, other, p_trns, *p_rest])
+    out["palette-plte-after-idat"] = png_build([p_ihdr, plte, p_trns, *p_rest[:-1], other, p_rest[-1]])
+    out["palette-no-plte"] = png_build([p_ihdr, p_trns, *p_rest])
+    out["palette-trns-before-plte"] = png_build([p_ihdr, p_trns, plte, *p_rest])
+    # IHDR's compression method, which Pillow does not read
+    out["ihdr-compression-method-1"] = png_build([(b"IHDR", ch[0][1][:10] + b"\x01" + ch[0][1][11:]), *ch[1:]])
     rgb16 = [struct.pack(">6H", 300, 2, 3, 0x0100, 0x0300, 0x0500)]
     out["16bit-rgb-trns-wide"] = png_raw(2, 1, 16, 2, rgb16, struct.pack(">3H", 300, 2, 3))
     out["16bit-rgb-trns-high-bytes"] = png_raw(2, 1, 16, 2, rgb16, struct.pack(">3H", 1, 3, 5))
+    return out
+
+
+def odd_apngs() -> dict[str, bytes]:
+    """Name -> an APNG (or PNG) whose chunk sequence Pillow reads past the first frame's data:
+    frame controls out of sequence or outside the image, fdAT without fcTL, short chunks,
+    chunks after the point where Pillow stops reading an animated file."""
+    frames = [Image.fromarray(photo(seed=s)) for s in range(3)]
+    b = io.BytesIO()
+    frames[0].save(b, "PNG", save_all=True, append_images=frames[1:])
+    apng = b.getvalue()
+    # IHDR, acTL (3 frames), fcTL 0, IDAT, fcTL 1, fdAT 2, fcTL 3, fdAT 4, IEND
+    ihdr, actl, fctl0, idat, fctl1, fdat2, _fctl3, _fdat4, iend = png_chunks(apng)
+
+    def seq(c: tuple[bytes, bytes], n: int) -> tuple[bytes, bytes]:
+        return c[0], struct.pack(">I", n) + c[1][4:]
+
+    def frames_count(n: int) -> tuple[bytes, bytes]:
+        return b"acTL", struct.pack(">II", n, 0)
+
+    def wider(c: tuple[bytes, bytes]) -> tuple[bytes, bytes]:
+        width = struct.unpack(">I", c[1][4:8])[0]
+        return c[0], c[1][:4] + struct.pack(">I", width + 1) + c[1][8:]
+
+    still = [ihdr, frames_count(1), fctl0, idat]
+    cut = png_build([ihdr, actl, fctl0, idat, fctl1, fdat2])
+    junk = struct.pack(">I", 1000) + b"\x00\x01\x02\x03" + b"junk"
+    return {
+        "three-frames": apng,
+        # Pillow's Tests/images/apng/chunk_no_fctl.png
+        "fdat-without-fctl": png_build([ihdr, frames_count(1), idat, seq(fdat2, 0), iend]),
+        "fdat-without-fctl-no-actl": png_build([ihdr, idat, seq(fdat2, 0), iend]),
+        "still-fdat-out-of-sequence": png_build([*still, seq(fdat2, 5), iend]),
+        "still-fdat-in-sequence": png_build([*still, seq(fdat2, 1), iend]),
+        "first-fctl-not-0": png_build([ihdr, actl, seq(fctl0, 1), idat, iend]),
+        "first-fctl-outside-image": png_build([ihdr, actl, wider(fctl0), idat, iend]),
+        # an animated file: Pillow stops at the next fcTL, so nothing after it counts
+        "animated-later-fdat-out-of-sequence": png_build([ihdr, actl, fctl0, idat, fctl1, seq(fdat2, 7), iend]),
+        "animated-later-fctl-outside-image": png_build([ihdr, actl, fctl0, idat, wider(fctl1), fdat2, iend]),
+        "animated-later-fctl-short": png_build([ihdr, actl, fctl0, idat, (b"fcTL", b"\0" * 8), iend]),
+        "animated-cut-in-second-frame": cut[: len(cut) - 100],
+        "default-image-then-frame": png_build([ihdr, frames_count(1), idat, seq(fctl1, 0), seq(fdat2, 1), iend]),
+        "no-actl-fctl-after-idat-out-of-sequence": png_build([ihdr, idat, seq(fctl1, 3), iend]),
+        "no-actl-frame-after-idat": png_build([ihdr, idat, seq(fctl1, 0), seq(fdat2, 1), iend]),
+        "zero-frames-then-fdat": png_build([ihdr, frames_count(0), idat, seq(fdat2, 0), iend]),
+        "two-actl-still-frames": png_build([ihdr, actl, actl, fctl0, idat, fctl1, fdat2, iend]),
+        # blend and dispose operations Pillow does not check (the png crate does)
+        "first-fctl-odd-blend-dispose": png_build([ihdr, actl, (b"fcTL", fctl0[1][:24] + b"\x07\x09"), idat, iend]),
+        "two-actl-still-bad-sequence": png_build([ihdr, actl, actl, fctl0, idat, fctl1, seq(fdat2, 9), iend]),
+        "short-actl": png_build([ihdr, (b"acTL", b"\0\0\0\1"), idat, iend]),
+        "short-gama": png_build([ihdr, (b"gAMA", b"\0\1"), idat, iend]),
+        "short-phys-after-idat": png_build([ihdr, idat, (b"pHYs", b"\0\0\1"), iend]),
+        "animated-exif-before-next-fctl": png_build([ihdr, actl, fctl0, idat, (b"eXIf", exif(6)), fctl1, fdat2, iend]),
+        "animated-exif-after-next-fctl": png_build([ihdr, actl, fctl0, idat, fctl1, (b"eXIf", exif(6)), fdat2, iend]),
+        "empty-first-frame": png_build(
+            [ihdr, actl, (b"fcTL", struct.pack(">IIIIIHHBB", 0, 0, 5, 1, 1, 1, 10, 0, 0)), idat, iend]
+        ),
+        "not-a-name-after-idat": png_build([ihdr, idat]) + junk,
+        "not-a-name-before-idat": png_build([ihdr]) + junk[:12] + png_build([idat, iend])[8:],
+    }
+
+
+def partial_frame_apngs() -> dict[str, bytes]:
+    """Name -> an APNG whose first frame (its fcTL before the image data) is only part of the
+    image, or whose image data is fdAT chunks: outside the APNG spec, decoded by Pillow onto a
+    zero-filled image (where zero may be a palette's first colour, or transparent by tRNS)."""
+    full = photo(48, 40, seed=3)
+    alpha = np.random.default_rng(3).integers(0, 256, (40, 48), dtype=np.uint8)
+    paletted = Image.fromarray(full).quantize(16)
+    images = {
+        "rgb": (Image.fromarray(full), {}),
+        "rgba": (Image.fromarray(np.dstack([full, alpha])), {}),
+        "l-trns-0": (Image.fromarray(full[..., 0]), {"transparency": 0}),
+        "la": (Image.fromarray(np.dstack([full[..., 0], alpha]), "LA"), {}),
+        "p-trns-0": (paletted, {"transparency": 0}),
+        "i16": (Image.fromarray(full[..., 1].astype(np.uint16) * 257), {}),
+    }
+
+    def saved(im: Image.Image, save: dict) -> list[tuple[bytes, bytes]]:
+        b = io.BytesIO()
+        im.save(b, "PNG", **save)
+        return png_chunks(b.getvalue())
+
+    out = {}
+    for name, (im, save) in images.items():
+        chunks = saved(im, save)
+        header = [c for c in chunks if c[0] not in (b"IDAT", b"IEND")]
+        for x, y, w, h in ((5, 3, 30, 20), (0, 0, 48, 40), (47, 39, 1, 1), (0, 10, 48, 30)):
+            data = [c for c in saved(im.crop((x, y, x + w, y + h)), save) if c[0] == b"IDAT"]
+            fctl = (b"fcTL", struct.pack(">IIIIIHHBB", 0, w, h, x, y, 1, 10, 0, 0))
+            fdat = [(b"fdAT", struct.pack(">I", 1 + i) + c[1]) for i, c in enumerate(data)]
+            actl = (b"acTL", struct.pack(">II", 1, 0))
+            if (w, h) != (48, 40):
+                out[f"{name}-{w}x{h}-at-{x},{y}"] = png_build([*header, actl, fctl, *data, (b"IEND", b"")])
+            out[f"{name}-{w}x{h}-at-{x},{y}-fdat"] = png_build([*header, actl, fctl, *fdat, (b"IEND", b"")])
+        no_actl = [*header, (b"fcTL", struct.pack(">IIIIIHHBB", 0, 10, 8, 2, 2, 1, 10, 0, 0))]
+        small = [c for c in saved(im.crop((2, 2, 12, 10)), save) if c[0] == b"IDAT"]
+        out[f"{name}-10x8-no-actl"] = png_build([*no_actl, *small, (b"IEND", b"")])
     return out

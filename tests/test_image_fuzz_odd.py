@@ -1,7 +1,7 @@
 """Structure-aware fuzzing of odd files: the mutations Pillow's odd test images are made of
 (segments and chunks dropped, repeated, reordered, stray bytes before markers, Huffman or
 quantization tables removed, EXIF and XMP blocks inserted in odd places, cut short or pointing
-nowhere, checksums broken), applied at random to JPEGs and PNGs. Every mutant must either give
+nowhere, checksums broken), applied at random to JPEGs, PNGs and APNGs. Every mutant must either give
 Pillow's exact pixels or raise DecodeError; a crash, another exception or other pixels fail."""
 
 from __future__ import annotations
@@ -136,6 +136,9 @@ SEEDS = {
     "png-rgb": lambda: odd.png(odd.photo(24, 20)),
     "png-gray2": lambda: odd.png_raw(8, 2, 2, 0, [b"\x1b\xe4", b"\xe4\x1b"], struct.pack(">H", 2)),
     "png-gray16": lambda: odd.png_raw(3, 1, 16, 0, [struct.pack(">HHH", 300, 7, 0x0707)], struct.pack(">H", 7)),
+    # APNG: frame controls and fdATs dropped, repeated, reordered, their sequence numbers flipped
+    "apng-3-frames": lambda: odd.odd_apngs()["three-frames"],
+    "apng-part-fdat-palette": lambda: odd.partial_frame_apngs()["p-trns-0-30x20-at-5,3-fdat"],
 }
 
 

@@ -16,7 +16,24 @@ from . import image_odd as odd
 
 JPEGS = odd.odd_jpegs()
 PNGS = odd.odd_pngs()
+APNGS = odd.odd_apngs()
+PARTIAL_FRAMES = odd.partial_frame_apngs()
 REFUSED_BY_PILLOW = {"bad-adler32", "bad-ihdr-crc", "chunk-after-idat-cut", "big-ztxt"}
+APNGS_REFUSED_BY_PILLOW = {
+    "fdat-without-fctl",
+    "fdat-without-fctl-no-actl",
+    "still-fdat-out-of-sequence",
+    "first-fctl-not-0",
+    "first-fctl-outside-image",
+    "empty-first-frame",
+    "no-actl-fctl-after-idat-out-of-sequence",
+    "zero-frames-then-fdat",
+    "two-actl-still-bad-sequence",
+    "short-actl",
+    "short-gama",
+    "short-phys-after-idat",
+    "not-a-name-before-idat",
+}
 
 
 def pillow(blob: bytes, mode: str) -> np.ndarray | None:
@@ -53,12 +70,38 @@ def test_odd_pngs_as_pillow(name):
         check(PNGS[name], mode)
 
 
+@pytest.mark.filterwarnings("ignore:Invalid APNG")
+@pytest.mark.parametrize("name", sorted(APNGS))
+def test_odd_apng_chunk_sequences_as_pillow(name):
+    """Pillow refuses a file for the APNG chunks it reads with the first frame (after its pixels
+    are decoded, too) and stops reading an animated file at the next frame's fcTL."""
+    assert (pillow(APNGS[name], "RGB") is None) == (name in APNGS_REFUSED_BY_PILLOW)
+    for mode in ("RGB", "L", "RGBA"):
+        check(APNGS[name], mode)
+    if name in APNGS_REFUSED_BY_PILLOW:
+        with pytest.raises(DecodeError) as e:
+            fastprep.decode(APNGS[name])
+        assert e.value.reason == "corrupt"
+
+
+@pytest.mark.filterwarnings("ignore:Invalid APNG")
+@pytest.mark.parametrize("name", sorted(PARTIAL_FRAMES))
+def test_apng_first_frame_of_part_of_the_image_as_pillow(name):
+    """Pillow decodes such a frame into its place on a zero-filled image (not a black one: zero
+    is the palette's first colour, or transparent where tRNS says so)."""
+    assert pillow(PARTIAL_FRAMES[name], "RGB") is not None, "Pillow decodes every one of these"
+    for mode in ("RGB", "L", "RGBA"):
+        check(PARTIAL_FRAMES[name], mode)
+
+
 def test_orientation_sources_really_rotate():
     """The cases above would pass with no orientation at all if Pillow ignored them too."""
     assert fastprep.decode(JPEGS["xmp-6-element"]).shape[:2] == (48, 40)
     assert fastprep.decode(JPEGS["exif-8-bad-next-ifd"]).shape[:2] == (48, 40)
     assert fastprep.decode(PNGS["exif-6-after-idat"]).shape[:2] == (48, 40)
     assert fastprep.decode(PNGS["raw-profile-6-ztxt"]).shape[:2] == (48, 40)
+    assert fastprep.decode(APNGS["animated-exif-before-next-fctl"]).shape[:2] == (48, 40)
+    assert fastprep.decode(APNGS["animated-exif-after-next-fctl"]).shape[:2] == (40, 48)  # not read
     assert fastprep.decode(JPEGS["exif-6-over-xmp-3"]).shape[:2] == (48, 40)
     plain = fastprep.decode(JPEGS["stray-before-dqt"])
     np.testing.assert_array_equal(fastprep.decode(JPEGS["xmp-3-attribute"]), plain[::-1, ::-1])

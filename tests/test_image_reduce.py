@@ -1,6 +1,7 @@
 """fastprep.reduce against Pillow's Image.reduce, byte for byte: every factor 1..8 and tuples of
 them, boxes, every mode (RGBA and LA through their premultiplied forms), Pillow's special-cased
-factors (1xN, Nx1, 2x2 .. 5x5) and the partial last column and row, and its argument checks."""
+factors (1xN, Nx1, 2x2 .. 5x5) and the partial last column and row, and its argument checks;
+the modes Pillow cannot reduce ("1", P, I;16) are refused as Pillow refuses them."""
 
 from __future__ import annotations
 
@@ -12,13 +13,15 @@ from PIL import Image
 
 import fastprep
 
-MODES = ("L", "LA", "RGB", "RGBA", "F")
+MODES = ("L", "LA", "RGB", "RGBA", "F", "I")
 
 
 def _array(mode: str, h: int, w: int, seed: int = 0) -> np.ndarray:
     rng = np.random.default_rng(seed + h * 1009 + w)
     if mode == "F":
         return rng.normal(0, 1000, (h, w)).astype(np.float32)
+    if mode == "I":  # the whole int32 range: Pillow's sums of pairs and quads wrap
+        return rng.integers(-(2**31), 2**31, (h, w), dtype=np.int64).astype(np.int32)
     shape = {"L": (h, w), "LA": (h, w, 2), "RGB": (h, w, 3), "RGBA": (h, w, 4)}[mode]
     a = rng.integers(0, 256, shape, dtype=np.uint8)
     if mode in ("LA", "RGBA"):
@@ -111,12 +114,14 @@ def test_invalid_arguments_raise_as_pillow(factor, box, error) -> None:
         fastprep.reduce(a, factor, box=box)
 
 
-def test_mode_1_is_refused_as_pillow() -> None:
-    a = np.zeros((4, 4), bool)
+@pytest.mark.parametrize("mode", ["1", "P", "I;16", "I;16B"])
+def test_modes_pillow_cannot_reduce_are_refused(mode: str) -> None:
+    a = np.zeros((4, 4), bool if mode == "1" else np.uint16 if mode.startswith("I") else np.uint8)
+    im = Image.fromarray(a) if mode == "1" else Image.frombytes(mode, (4, 4), a.tobytes())
     with pytest.raises(ValueError):
-        Image.fromarray(a).reduce(2)
-    with pytest.raises(ValueError):
-        fastprep.reduce(a, 2)
+        im.reduce(2)
+    with pytest.raises(ValueError, match="wrong mode"):
+        fastprep.reduce(a, 2, mode=mode)
 
 
 def test_pillow_suite_args() -> None:

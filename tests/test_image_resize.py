@@ -80,7 +80,7 @@ def test_non_contiguous_input_and_shape():
 
 def test_errors_say_what_to_do():
     img = np.zeros((4, 4, 3), np.uint8)
-    with pytest.raises(TypeError, match=r"uint8, float32 or bool.*astype"):
+    with pytest.raises(TypeError, match=r"uint8, uint16, int32, float32 or bool.*astype"):
         fastprep.resize(img.astype(np.float64), (2, 2))
     with pytest.raises(ValueError, match="filter must be"):
         fastprep.resize(img, (2, 2), filter="nearest-ish")  # type: ignore[arg-type]

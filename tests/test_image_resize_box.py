@@ -203,3 +203,31 @@ def test_pillow_suite_tiles_passthrough_and_skips() -> None:
         ):
             for f in ("nearest", "bicubic", "lanczos"):
                 _same(img, mode, size, f, box)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("mode", ["L", "RGB", "RGBA"])
+def test_resize_batch_boxes_are_pillows(mode, threads):
+    """resize_batch(box=...): one box for all images or one per image (None: the whole image),
+    each result Pillow's resize of that image's box (integer boxes of the output's size are
+    Pillow's crop, RGBA's through RGBa)."""
+    imgs = [_array(mode, h, w, seed) for seed, (h, w) in enumerate([(40, 60), (33, 21), (64, 64), (9, 50)])]
+    boxes = [(2.5, 3.25, 40.0, 30.5), None, (10, 10, 34, 26), (0.0, 0.5, 50.0, 8.75)]
+    size = (24, 16)
+    for flt, f in FILTERS.items():
+        out = fastprep.resize_batch(imgs, size, filter=flt, box=boxes, num_threads=threads)
+        for a, b, got in zip(imgs, boxes, out, strict=True):
+            im = Image.fromarray(a, mode)
+            np.testing.assert_array_equal(got, np.asarray(im.resize(size, f, box=b)))
+        shared = (1.5, 0.0, 9.0, 8.5)
+        one = fastprep.resize_batch(imgs, size, filter=flt, box=shared, num_threads=threads)
+        for a, got in zip(imgs, one, strict=True):
+            np.testing.assert_array_equal(got, np.asarray(Image.fromarray(a, mode).resize(size, f, box=shared)))
+
+
+def test_resize_batch_box_checks():
+    imgs = [_array("RGB", 10, 10)] * 2
+    with pytest.raises(ValueError, match="one per image"):
+        fastprep.resize_batch(imgs, (4, 4), box=[None, None, None])
+    with pytest.raises(ValueError, match="exceed"):
+        fastprep.resize_batch(imgs, (4, 4), box=[None, (0, 0, 11, 10)])

@@ -37,8 +37,9 @@ def resize_box_u8(
     premultiply: bool,
     reduce: tuple[tuple[int, int], tuple[int, int, int, int]] | None = None,
 ) -> PixelBuffer: ...
-def resize_box_f32(
+def resize_box_wide(
     data: Any,
+    mode: str,
     height: int,
     width: int,
     channels: int,
@@ -57,8 +58,14 @@ def reduce_u8(
     bx: tuple[int, int, int, int],
     premultiply: bool,
 ) -> PixelBuffer: ...
-def reduce_f32(
-    data: Any, height: int, width: int, channels: int, factor: tuple[int, int], bx: tuple[int, int, int, int]
+def reduce_wide(
+    data: Any,
+    mode: str,
+    height: int,
+    width: int,
+    channels: int,
+    factor: tuple[int, int],
+    bx: tuple[int, int, int, int],
 ) -> tuple[bytearray, int, int]: ...
 def resize_batch_u8(
     images: list[Any],
@@ -68,6 +75,7 @@ def resize_batch_u8(
     out_height: int,
     filter: str,
     num_threads: int | None = None,
+    boxes: list[tuple[float, float, float, float] | None] | None = None,
 ) -> None: ...
 def resize_tables(
     in_size: int, out_size: int, filter: str, fixed: bool = True, antialias: bool = True

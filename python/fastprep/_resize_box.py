@@ -121,9 +121,9 @@ def reduce_array(arr: Any, mode: str, factor: tuple[int, int], box: tuple[int, i
     import numpy as np
 
     height, width, channels = arr.shape
-    if mode == "F":
-        raw, w, h = _core.reduce_f32(arr, height, width, channels, factor, box)
-        return np.frombuffer(raw, dtype=np.float32).reshape(h, w, channels)
+    if mode in ("F", "I"):
+        raw, w, h = _core.reduce_wide(arr, mode, height, width, channels, factor, box)
+        return np.frombuffer(raw, dtype=arr.dtype).reshape(h, w, channels)
     if mode in ("LA", "La"):
         rgba = np.ascontiguousarray(arr[..., [0, 0, 0, 1]])
         return np.asarray(_core.reduce_u8(rgba, height, width, 4, factor, box, mode == "LA"))[..., [0, 3]]

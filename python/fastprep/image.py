@@ -4,14 +4,16 @@
   pixels identical to Pillow's ``ImageOps.exif_transpose(Image.open(f)).convert(mode)``.
 - ``resize`` / ``resize_batch``: bit-exact with ``PIL.Image.resize`` for 8-bit L, RGB and RGBA
   images with every filter (nearest, box, bilinear, hamming, bicubic, lanczos), and with Pillow's
-  mode "F" arithmetic for float32 images. Pillow 13 changed the order of the two passes for some
-  sizes (which changes bytes), so fastprep follows the Pillow installed beside it, or 13 when
-  there is none; ``pillow_order(12)`` / ``pillow_order(13)`` chooses explicitly.
+  arithmetic of its other modes (F, I, I;16, "1", P, ...) for float32, int32, uint16 and bool
+  images. Pillow 13 changed the order of the two passes for some sizes (which changes bytes), so
+  fastprep follows the Pillow installed beside it, or 13 when there is none;
+  ``pillow_order(12)`` / ``pillow_order(13)`` chooses explicitly.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
+import numbers
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -155,7 +157,11 @@ def _size(size: tuple[int, int]) -> tuple[int, int]:
     return out_width, out_height
 
 
-_MODES_U8 = {1: ("L",), 2: ("LA", "La"), 3: ("RGB", "YCbCr"), 4: ("RGBA", "RGBX", "CMYK", "RGBa")}
+_MODES_U8 = {1: ("L", "P"), 2: ("LA", "La"), 3: ("RGB", "YCbCr"), 4: ("RGBA", "RGBX", "CMYK", "RGBa")}
+# Pillow's 16-bit modes; a big-endian uint16 array is I;16B, as in Image.fromarray
+_MODES_U16 = ("I;16", "I;16L", "I;16B", "I;16N")
+# Modes Pillow resizes with NEAREST whatever the filter asked (and never reduces)
+_NEAREST_ONLY = ("1", "P")
 
 
 def _resize_mode(arr: Any, channels: int, mode: str | None) -> str:
@@ -168,15 +174,14 @@ def _resize_mode(arr: Any, channels: int, mode: str | None) -> str:
         natural = ("1",)
     elif arr.dtype == np.uint8:
         natural = _MODES_U8.get(channels, ())
-    elif arr.dtype in (np.int32, np.uint16, np.int16):
-        raise TypeError(
-            f"resize does not take {arr.dtype} images (Pillow's I and I;16 modes): convert with "
-            "arr.astype(np.float32) to resize with Pillow's mode F arithmetic"
-        )
+    elif arr.dtype == np.int32:
+        natural = ("I",)
+    elif arr.dtype.kind == "u" and arr.dtype.itemsize == 2:
+        natural = ("I;16B", "I;16", "I;16L", "I;16N") if arr.dtype.byteorder == ">" else _MODES_U16
     else:
         raise TypeError(
-            f"resize takes uint8, float32 or bool images, got {arr.dtype}; convert with "
-            "arr.astype(np.uint8) or arr.astype(np.float32)"
+            f"resize takes uint8, uint16, int32, float32 or bool images, got {arr.dtype}; convert "
+            "with arr.astype(np.int32) or arr.astype(np.float32)"
         )
     if not natural:
         raise ValueError(f"resize takes 1 (L), 2 (LA), 3 (RGB) or 4 (RGBA) channels of uint8, got {channels}")
@@ -201,11 +206,14 @@ def resize(
     The result is exactly ``np.asarray(PIL.Image.fromarray(image, mode).resize(size, filter))`` of
     Pillow 12.2+ (Pillow's default filter is bicubic too), where ``mode`` is Pillow's mode of the
     array, by default the natural one: uint8 with 1 channel "L", 2 "LA", 3 "RGB", 4 "RGBA";
-    float32 "F" (any number of channels, each resized as a mode "F" image); bool "1". RGBA and
-    LA are resized premultiplied by alpha, as Pillow does (RGBa, La); 4 channels that are not
-    RGBA (``mode="RGBX"``, ``"CMYK"``, or an already premultiplied ``"RGBa"``, ``"La"``) are not. Mode "1"
-    is always resized with nearest, as Pillow does. int32 and uint16 arrays (Pillow's I and
-    I;16) are refused. The GIL is released.
+    float32 "F", int32 "I", uint16 "I;16" ("I;16B" for a big-endian array), each of any number
+    of channels resized as one image of that mode; bool "1". RGBA and LA are resized
+    premultiplied by alpha, as Pillow does (RGBa, La); 4 channels that are not RGBA
+    (``mode="RGBX"``, ``"CMYK"``, or an already premultiplied ``"RGBa"``, ``"La"``) are not.
+    Modes "1" and "P" (palette indices, uint8) are always resized with nearest, as Pillow does.
+    ``mode="I;16B"`` and ``"I;16N"`` give what Pillow gives on a little-endian machine, whose
+    16-bit resampling reads those two with their bytes swapped. A source with no pixels gives
+    zeros, as Pillow's. The GIL is released.
 
     ``box = (x0, y0, x1, y1)`` (floats) resizes that region of the source, and ``reducing_gap``
     first reduces by an integer factor (see ``reduce``), both exactly as ``Image.resize`` does
@@ -222,7 +230,8 @@ def resize(
     out_width, out_height = _size(size)
     mode = _resize_mode(arr, channels, mode)
     arr = np.ascontiguousarray(arr)
-    if box is not None or reducing_gap is not None:
+    # the box path has Pillow's I and I;16 arithmetic and its zeros for a source with no pixels
+    if box is not None or reducing_gap is not None or mode in ("I", *_MODES_U16) or 0 in (height, width):
         _resize_box.check_gap(reducing_gap)
         out = _resize_with_box(
             arr.reshape(height, width, channels), mode, (out_width, out_height), filter, box, reducing_gap
@@ -231,10 +240,11 @@ def resize(
     if mode == "F":
         raw = _core.resize_f32(arr, height, width, channels, out_width, out_height, filter)
         out = np.frombuffer(raw, dtype=np.float32).reshape(out_height, out_width, channels)
-    elif mode == "1":
-        # Pillow: Image.resize of a "1" (or "P") image always uses NEAREST
+    elif mode in _NEAREST_ONLY:
+        # Pillow: Image.resize of a "1" or "P" image always uses NEAREST
         as_u8 = arr.view(np.uint8).reshape(height, width, channels)
-        out = np.asarray(_core.resize_u8(as_u8, height, width, channels, out_width, out_height, "nearest")) != 0
+        out = np.asarray(_core.resize_u8(as_u8, height, width, channels, out_width, out_height, "nearest"))
+        out = out != 0 if mode == "1" else out
     elif mode in ("LA", "La"):
         # Pillow resizes LA as La (L premultiplied by A), which is RGBa's arithmetic on one colour
         # channel: run it as (L, L, L, A) and keep L and A; "La" is already premultiplied
@@ -251,11 +261,17 @@ def resize(
 
 
 def resize_batch(
-    images: Any, size: tuple[int, int], *, filter: Filter = "bicubic", num_threads: int | None = None
+    images: Any,
+    size: tuple[int, int],
+    *,
+    filter: Filter = "bicubic",
+    num_threads: int | None = None,
+    box: Any = None,
 ) -> Any:
     """Resize many uint8 images (a list of arrays of any sizes, or an (N, H, W[, C]) array) to one
     ``size`` in parallel; returns an (N, height, width[, C]) array. Each image equals
-    ``resize(image, size, filter=filter)``."""
+    ``resize(image, size, filter=filter, box=...)``: ``box`` is one ``(x0, y0, x1, y1)`` for
+    every image, or a sequence of one box (or None, the whole image) per image."""
     import numpy as np
 
     arrs = [np.ascontiguousarray(a) for a in images]
@@ -269,9 +285,24 @@ def resize_batch(
     if len({s[2] for s in shapes}) != 1:
         raise ValueError("all images of a batch need the same number of channels")
     channels = shapes[0][2]
+    boxes = _batch_boxes(box, shapes) if box is not None else None
     out = np.empty((len(arrs), out_height, out_width, channels), np.uint8)
-    _core.resize_batch_u8(arrs, shapes, out, out_width, out_height, filter, num_threads)
+    _core.resize_batch_u8(arrs, shapes, out, out_width, out_height, filter, num_threads, boxes)
     return out[..., 0] if ndim == 2 else out
+
+
+def _batch_boxes(box: Any, shapes: list[tuple[int, int, int]]) -> list[tuple[float, float, float, float] | None]:
+    """One float box per image (None: the whole image, which Pillow resizes without a box)."""
+    per_image = list(box)
+    if len(per_image) == 4 and all(isinstance(v, numbers.Real) for v in per_image):
+        per_image = [box] * len(shapes)
+    if len(per_image) != len(shapes):
+        raise ValueError(f"box must be one box or one per image ({len(shapes)}), got {len(per_image)}")
+    out = []
+    for b, (height, width, _) in zip(per_image, shapes, strict=True):
+        fbox = _resize_box.full_box(b, width, height)
+        out.append(None if fbox == (0, 0, width, height) else fbox)
+    return out
 
 
 def _resize_with_box(
@@ -287,17 +318,18 @@ def _resize_with_box(
     fbox = _resize_box.full_box(box, width, height)
     if size == (width, height) and fbox == (0, 0, width, height):
         return arr.copy()
-    if mode == "1":
+    if mode in _NEAREST_ONLY:
         filter = "nearest"
     fbox, pre = _resize_box.plan(size, fbox, filter, reducing_gap, width, height)
     out_width, out_height = size
-    if mode == "F":
-        raw = _core.resize_box_f32(arr, height, width, channels, out_width, out_height, filter, fbox, pre)
-        return np.frombuffer(raw, dtype=np.float32).reshape(out_height, out_width, channels)
-    if mode == "1":
+    if mode in ("F", "I", *_MODES_U16):
+        samples, wide, swap = _wide_samples(arr, mode)
+        raw = _core.resize_box_wide(samples, wide, height, width, channels, out_width, out_height, filter, fbox, pre)
+        return _from_wide(raw, arr.dtype, swap).reshape(out_height, out_width, channels)
+    if mode in _NEAREST_ONLY:
         as_u8 = np.ascontiguousarray(arr.view(np.uint8))
         raw8 = _core.resize_box_u8(as_u8, height, width, channels, out_width, out_height, filter, fbox, False, pre)
-        return np.asarray(raw8) != 0
+        return np.asarray(raw8) != 0 if mode == "1" else np.asarray(raw8)
     if mode in ("LA", "La"):
         rgba = np.ascontiguousarray(arr[..., [0, 0, 0, 1]])
         out = _core.resize_box_u8(rgba, height, width, 4, out_width, out_height, filter, fbox, mode == "LA", pre)
@@ -305,6 +337,33 @@ def _resize_with_box(
     premultiply = mode == "RGBA"
     out = _core.resize_box_u8(arr, height, width, channels, out_width, out_height, filter, fbox, premultiply, pre)
     return np.asarray(out)
+
+
+def _wide_samples(arr: Any, mode: str) -> tuple[Any, str, bool]:
+    """The samples Pillow's double-precision resampling reads from ``arr`` as a mode ``mode``
+    image, the core's mode for them, and whether the result's bytes must be swapped back.
+
+    Pillow's 16-bit passes read and write every I;16 mode as little-endian, except I;16N, which
+    they read as big-endian (on a little-endian machine: both I;16B and I;16N come out swapped).
+    """
+    import numpy as np
+
+    if mode not in _MODES_U16:
+        return arr, mode, False
+    samples = arr.view(np.dtype("<u2"))  # the bytes as Pillow holds them
+    if mode == "I;16N":
+        return samples.byteswap(), "I;16", True
+    return samples, "I;16", False
+
+
+def _from_wide(raw: Any, dtype: Any, swap: bool) -> Any:
+    """The core's native-order result as an array of ``dtype`` holding the bytes Pillow holds."""
+    import numpy as np
+
+    if dtype.kind != "u" or dtype.itemsize != 2:
+        return np.frombuffer(raw, dtype=dtype)
+    out = np.frombuffer(raw, dtype=np.dtype("<u2"))
+    return (out.byteswap() if swap else out).view(dtype)
 
 
 def reduce(
@@ -327,8 +386,8 @@ def reduce(
         return _resize_box.crop(arr, box)
     if fx < 1 or fy < 1:
         raise ValueError(f"scale must be > 0, got factor {(fx, fy)}")
-    if mode == "1":
-        raise ValueError("image has wrong mode: reduce does not take mode '1' (bool) images, as in Pillow")
+    if mode in _NEAREST_ONLY or mode in _MODES_U16:
+        raise ValueError(f"image has wrong mode: reduce does not take mode {mode!r} images, as in Pillow")
     ibox = _resize_box.int_box(box, width, height)
     flat = np.ascontiguousarray(arr).reshape(height, width, channels)
     out = _resize_box.reduce_array(flat, mode, (fx, fy), ibox)

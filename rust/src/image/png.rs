@@ -5,6 +5,8 @@
 //! 1, 2 and 4 bits is scaled to 0..255, palettes are expanded, and tRNS becomes an alpha channel.
 use super::alloc;
 use super::decode::{check_pixels, no_memory, DecodeError, Raw, RawKind};
+use super::png_rewrite::{self, Rewrite};
+use super::png_sequence::Sequence;
 use png::{BitDepth, ColorType, Transformations};
 use std::io::Cursor;
 
@@ -44,10 +46,47 @@ struct Walk {
     /// ends (before its CRC, which may be cut).
     iend: bool,
     body_end: usize,
-    /// IHDR's bit depth and colour type, and the tRNS chunk's body.
+    /// IHDR's bit depth, colour type and interlacing, and the last tRNS chunk's body.
     depth: u8,
     color: u8,
+    interlaced: bool,
     trns: Option<Vec<u8>>,
+    /// Whether the crate would take another tRNS than Pillow's (several, one before PLTE or
+    /// after the image data): it takes the first between them, Pillow the last it reads.
+    trns_elsewhere: bool,
+    /// APNG chunks were read, which the crate checks further than Pillow does (blend and
+    /// dispose operations, frame sizes): it gets the file without them. Or IHDR has a
+    /// compression or interlace method that the crate refuses and Pillow does not look at.
+    apng: bool,
+    odd_ihdr: bool,
+    /// The last PLTE before the image data (Pillow's palette), and how many there are.
+    plte: Option<Vec<u8>>,
+    plte_count: usize,
+    /// An APNG first frame that is only part of the image (`png_rewrite`).
+    partial_frame: Option<[u32; 4]>,
+}
+
+impl Walk {
+    /// What IHDR (at least 13 bytes) says.
+    fn header(&mut self, d: &[u8]) {
+        (self.depth, self.color) = (d[8], d[9]);
+        self.odd_ihdr = d[10] != 0 || d[12] > 1;
+        self.interlaced = d[12] != 0;
+        self.width = u32::from_be_bytes([d[0], d[1], d[2], d[3]]) as usize;
+        self.height = u32::from_be_bytes([d[4], d[5], d[6], d[7]]) as usize;
+        let samples = match self.color {
+            0 | 3 => 1,
+            2 => 3,
+            4 => 2,
+            6 => 4,
+            _ => 0,
+        };
+        let row_bits = (self.width as u64).checked_mul(samples * u64::from(self.depth));
+        // Interlaced images have more filter bytes, never fewer sample bytes.
+        self.raw_bytes = row_bits
+            .and_then(|b| (b.div_ceil(8) + 1).checked_mul(self.height as u64))
+            .filter(|_| samples > 0);
+    }
 }
 
 /// Walks the chunks as Pillow's `PngImageFile._open` does: each chunk up to the first IDAT is
@@ -55,7 +94,8 @@ struct Walk {
 /// chunks' CRCs and anything after them are not (Pillow reads them without checking). Also
 /// sums the IDAT lengths, so that a header claiming more pixels than its data can inflate to
 /// is refused before anything is allocated for it (Pillow refuses it as truncated, after
-/// allocating the whole image).
+/// allocating the whole image). The walk ends where Pillow stops reading for the first frame
+/// (`png_sequence`), which refuses what Pillow's chunk handlers refuse.
 fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
     let be32 = |i: usize| {
         data.get(i..i + 4)
@@ -70,19 +110,40 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         body_end: 8,
         depth: 0,
         color: 0,
+        interlaced: false,
         trns: None,
+        trns_elsewhere: false,
+        apng: false,
+        odd_ihdr: false,
+        plte: None,
+        plte_count: 0,
+        partial_frame: None,
     };
     let mut i = 8;
-    let mut in_header = true;
+    let mut sequence = Sequence::default();
     while let (Some(len), Some(kind)) = (be32(i), data.get(i + 4..i + 8)) {
         let len = len as usize;
         let body = i + 8..(i + 8).saturating_add(len);
-        if kind == b"IDAT" {
-            in_header = false;
-            walk.idat_bytes += len as u64;
-        } else if kind == b"IEND" {
+        // Pillow's chunk types are four word characters: another refuses the file before the
+        // image data ("broken PNG file") and ends the reading after it.
+        if !kind.iter().all(|&c| c.is_ascii_alphanumeric() || c == b'_') {
+            if sequence.in_data() {
+                break;
+            }
+            return Err(DecodeError::Corrupt(
+                "PNG",
+                format!("broken PNG file: the chunk type {kind:02x?} is not a name"),
+            ));
+        }
+        if kind == b"IEND" {
             walk.iend = true;
             break;
+        }
+        if sequence.stops_at(kind) {
+            break;
+        }
+        if kind == b"IDAT" {
+            walk.idat_bytes += len as u64;
         }
         if body.end <= data.len() {
             walk.body_end = body.end;
@@ -96,9 +157,16 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         }
         // Pillow reads tRNS after the image data too (the last one wins).
         if kind == b"tRNS" {
+            walk.trns_elsewhere |= walk.trns.is_some() || walk.plte.is_none() || sequence.in_data();
             walk.trns = Some(data[body.start..body.end].to_vec());
         }
-        if in_header {
+        if kind == b"PLTE" && !sequence.in_data() {
+            walk.plte_count += 1;
+            walk.plte = Some(data[body.start..body.end].to_vec());
+        }
+        walk.apng |= matches!(kind, b"acTL" | b"fcTL" | b"fdAT");
+        sequence.chunk(kind, &data[body.start..body.end])?;
+        if !sequence.in_data() {
             let (Some(chunk), Some(crc)) = (data.get(i + 4..body.end), be32(body.end)) else {
                 break;
             };
@@ -112,27 +180,12 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
                 ));
             }
             if kind == b"IHDR" && len >= 13 {
-                let d = &data[body.start..body.end];
-                (walk.depth, walk.color) = (d[8], d[9]);
-                walk.width = u32::from_be_bytes([d[0], d[1], d[2], d[3]]) as usize;
-                walk.height = u32::from_be_bytes([d[4], d[5], d[6], d[7]]) as usize;
-                let (depth, color) = (u64::from(d[8]), d[9]);
-                let samples = match color {
-                    0 | 3 => 1,
-                    2 => 3,
-                    4 => 2,
-                    6 => 4,
-                    _ => 0,
-                };
-                let row_bits = (walk.width as u64).checked_mul(samples * depth);
-                // Interlaced images have more filter bytes, never fewer sample bytes.
-                walk.raw_bytes = row_bits
-                    .and_then(|b| (b.div_ceil(8) + 1).checked_mul(walk.height as u64))
-                    .filter(|_| samples > 0);
+                walk.header(&data[body.start..body.end]);
             }
         }
         i = body.end.saturating_add(4);
     }
+    walk.partial_frame = sequence.partial_first_frame(walk.width, walk.height);
     Ok(walk)
 }
 
@@ -171,7 +224,7 @@ fn pillow_trns_alpha(pixels: &mut [u8], kind: RawKind, color: u8, depth: u8, trn
 
 /// The CRC-32 of PNG (ISO 3309), bitwise: only the few chunks before the image data go
 /// through it, so a table-driven one would not pay for itself.
-fn crc32(bytes: &[u8]) -> u32 {
+pub(super) fn crc32(bytes: &[u8]) -> u32 {
     let mut c = !0u32;
     for &b in bytes {
         c ^= u32::from(b);
@@ -190,11 +243,29 @@ fn crc32(bytes: &[u8]) -> u32 {
 #[allow(clippy::too_many_lines)]
 pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeError> {
     let walk = walk_chunks(data)?;
-    // Read first: Pillow refuses some files for their text chunks alone.
-    let orientation = super::orientation::png(data)?;
+    // Read first: Pillow refuses some files for their text chunks alone. Only the chunks Pillow
+    // reads for the first frame count (an animated file's later frames may carry EXIF too).
+    let orientation = super::orientation::png(&data[..walk.body_end])?;
     // The size is checked from IHDR (always the first chunk) before the decoder reads further.
     if walk.width > 0 && walk.height > 0 {
         check_pixels(walk.width, walk.height, max_pixels)?;
+    }
+    // A palette's colours and alpha come from the crate's expansion: give it Pillow's.
+    let palette = if walk.color == 3 {
+        Rewrite {
+            plte: Some(walk.plte.as_deref().unwrap_or(&[0; 768])),
+            trns: walk.trns.as_deref(),
+            ..Rewrite::default()
+        }
+    } else {
+        Rewrite::default()
+    };
+    if let Some(frame) = walk.partial_frame {
+        let size = (walk.width, walk.height);
+        let format = (walk.depth, walk.color, walk.interlaced);
+        let end = walk.body_end;
+        let raw = png_rewrite::partial_frame(data, end, frame, size, format, palette, max_pixels)?;
+        return Ok(PngOut { raw, orientation });
     }
     if let Some(raw) = walk.raw_bytes {
         if raw > walk.idat_bytes.saturating_mul(MAX_INFLATE_RATIO) + 1024 {
@@ -213,19 +284,17 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
     let mut options = png::DecodeOptions::default();
     options.set_ignore_crc(true);
     options.set_ignore_adler32(false);
-    // Pillow stops reading after the image data at the first chunk it cannot read, so a file
-    // without IEND (or whose last CRC is cut) decodes; the png crate wants IEND, so it gets one.
-    let patched;
-    let data = if walk.iend {
+    // Pillow stops reading where the walk stopped (a file without IEND, or whose last CRC is
+    // cut, decodes; the png crate wants IEND, so it gets one), a palette is Pillow's, and an
+    // APNG is its first frame.
+    let rewritten;
+    let palette_moved = walk.color == 3 && (walk.plte_count != 1 || walk.trns_elsewhere);
+    let data = if walk.iend && !palette_moved && !walk.apng && !walk.odd_ihdr {
         data
     } else {
-        let mut v = alloc::with_capacity(walk.body_end + 16)
+        rewritten = png_rewrite::rewrite(data, walk.body_end, palette)
             .map_err(|e| no_memory(walk.width, walk.height, e))?;
-        v.extend_from_slice(&data[..walk.body_end]);
-        v.extend_from_slice(&[0; 4]); // the CRC (not checked past the header chunks)
-        v.extend_from_slice(b"\0\0\0\0IEND\xaeB`\x82");
-        patched = v;
-        &patched[..]
+        &rewritten[..]
     };
     let mut decoder = png::Decoder::new_with_options(Cursor::new(data), options);
     decoder.set_transformations(Transformations::EXPAND);

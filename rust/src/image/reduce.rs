@@ -5,9 +5,11 @@
 //! Reduce.c special-cases 1xN, Nx1, 2x2, 3x3, 4x4 and 5x5 only for speed: every 8-bit path
 //! computes `((sum + n / 2) * multiplier) >> 24` with Pillow's float-derived `multiplier` (the
 //! power-of-two cases shift instead, which is the same number), so one formula reproduces all.
-//! The float path sums in Pillow's order, pairs of f32 first, since that order rounds.
+//! The 32bpc path (modes F and I) sums in Pillow's order, pairs and quads in the sample type
+//! first (f32 rounds, int32 wraps), since that order shows in the result.
 use super::alloc;
 use super::resize::no_memory;
+use super::resize_wide::Wide;
 use crate::error::ImageError;
 
 /// The source rectangle reduced, `(x0, y0, x1, y1)` in whole pixels.
@@ -97,15 +99,15 @@ pub fn reduce_u8(
     Ok((out, ow, oh))
 }
 
-/// `reduce_u8` for float32 images (each channel a Pillow mode "F" image).
-pub fn reduce_f32(
-    src: &[f32],
+/// `reduce_u8` for float32 and int32 images (each channel a Pillow mode "F" or "I" image).
+pub fn reduce_wide<T: Wide>(
+    src: &[T],
     width: usize,
     height: usize,
     channels: usize,
     factor: (usize, usize),
     bx: IntBox,
-) -> Result<(Vec<f32>, usize, usize), ImageError> {
+) -> Result<(Vec<T>, usize, usize), ImageError> {
     check_len(src.len(), width, height, channels)?;
     let (ow, oh) = check(width, height, factor, bx)?;
     let (fx, fy) = factor;
@@ -127,12 +129,12 @@ pub fn reduce_f32(
                     let mut ss = 0.0f64;
                     for r in y0..y1 {
                         for c in x0..x1 {
-                            ss += f64::from(p(r, c));
+                            ss += p(r, c).wide();
                         }
                     }
                     ss * (1.0 / ((x1 - x0) * (y1 - y0)) as f64)
                 };
-                out[(y * ow + x) * channels + ch] = ss as f32;
+                out[(y * ow + x) * channels + ch] = T::store(ss);
             }
         }
     }
@@ -140,29 +142,40 @@ pub fn reduce_f32(
 }
 
 /// Pillow's `ReduceNxN_32bpc` sum of one full block: two rows and two columns at a time, the
-/// four (or two) values added in f32 before the f64 total, then the odd column and row.
-fn block_sum(p: &impl Fn(usize, usize) -> f32, x0: usize, y0: usize, fx: usize, fy: usize) -> f64 {
+/// four (or two) values added in the sample type before the f64 total, then the odd column
+/// and row.
+fn block_sum<T: Wide>(
+    p: &impl Fn(usize, usize) -> T,
+    x0: usize,
+    y0: usize,
+    fx: usize,
+    fy: usize,
+) -> f64 {
     let mut ss = 0.0f64;
     let mut yy = y0;
     while yy + 1 < y0 + fy {
         let mut xx = x0;
         while xx + 1 < x0 + fx {
-            ss += f64::from(p(yy, xx) + p(yy, xx + 1) + p(yy + 1, xx) + p(yy + 1, xx + 1));
+            ss += p(yy, xx)
+                .add(p(yy, xx + 1))
+                .add(p(yy + 1, xx))
+                .add(p(yy + 1, xx + 1))
+                .wide();
             xx += 2;
         }
         if fx & 1 == 1 {
-            ss += f64::from(p(yy, xx) + p(yy + 1, xx));
+            ss += p(yy, xx).add(p(yy + 1, xx)).wide();
         }
         yy += 2;
     }
     if fy & 1 == 1 {
         let mut xx = x0;
         while xx + 1 < x0 + fx {
-            ss += f64::from(p(yy, xx) + p(yy, xx + 1));
+            ss += p(yy, xx).add(p(yy, xx + 1)).wide();
             xx += 2;
         }
         if fx & 1 == 1 {
-            ss += f64::from(p(yy, xx));
+            ss += p(yy, xx).wide();
         }
     }
     ss

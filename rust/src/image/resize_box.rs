@@ -7,9 +7,9 @@
 use super::alloc;
 use super::reduce::{self, IntBox};
 use super::resize::{no_memory, Filter, Window};
-use super::resize_float::convolve_f32;
 use super::resize_kernels as kernels;
 use super::resize_passes::{convolve, Job, Origin};
+use super::resize_wide::{convolve_wide, Wide};
 use crate::error::ImageError;
 
 /// `(x0, y0, x1, y1)` of the source, as the C floats Pillow parses them into.
@@ -83,6 +83,23 @@ fn nearest_box_table(
     Ok(t)
 }
 
+/// Pillow's NEAREST for its "special" modes (I;16), which runs the generic transform: each
+/// source index is `COORD(a * (x + 0.5) + x0)`, computed on its own rather than accumulated.
+fn nearest_generic_table(
+    in_size: usize,
+    x0: f32,
+    x1: f32,
+    out: usize,
+) -> Result<Vec<Option<usize>>, ImageError> {
+    let a = f64::from(x1 - x0) / out as f64;
+    let mut t = alloc::with_capacity(out).map_err(no_memory)?;
+    for x in 0..out {
+        let xo = a * (x as f64 + 0.5) + f64::from(x0);
+        t.push((xo >= 0.0 && (xo as usize) < in_size).then_some(xo as usize));
+    }
+    Ok(t)
+}
+
 /// Copies pixels of `channels` values: `pick(x, y)` names the source pixel of output (x, y).
 fn gather<T: alloc::Zeroable>(
     src: &[T],
@@ -104,6 +121,19 @@ fn gather<T: alloc::Zeroable>(
         }
     }
     Ok(out)
+}
+
+/// Pillow resizes an image with no pixels to zeros (its weights are all 0), once the box passes
+/// its checks.
+fn empty_source<T: alloc::Zeroable>(
+    width: usize,
+    height: usize,
+    channels: usize,
+    out: (usize, usize),
+    bx: FloatBox,
+) -> Result<Vec<T>, ImageError> {
+    check_box(width, height, out, bx)?;
+    alloc::zeroed(alloc::product(&[out.0, out.1, channels]).map_err(no_memory)?).map_err(no_memory)
 }
 
 fn crop_table(start: usize, len: usize) -> Result<Vec<Option<usize>>, ImageError> {
@@ -132,11 +162,14 @@ pub fn resize_box_u8(
             "resize takes 1 (L), 3 (RGB) or 4 (RGBA) channels, got {channels}"
         )));
     }
-    if width == 0 || height == 0 || Ok(src.len()) != alloc::product(&[width, height, channels]) {
+    if Ok(src.len()) != alloc::product(&[width, height, channels]) {
         return Err(ImageError::InvalidSize(format!(
             "buffer of {} bytes is not {width}x{height}x{channels}",
             src.len()
         )));
+    }
+    if width == 0 || height == 0 {
+        return empty_source(width, height, channels, (out_width, out_height), bx);
     }
     let premultiply = premultiply && filter != Filter::Nearest;
     let Some(pre) = pre.filter(|_| filter != Filter::Nearest) else {
@@ -240,10 +273,12 @@ fn resize_box_plain(
     Ok(o)
 }
 
-/// `resize_box_u8` for float32 images (each of `channels` a Pillow mode "F" image).
+/// `resize_box_u8` for Pillow's double-precision modes, each of `channels` a mode "F" (f32),
+/// "I" (i32) or "I;16" (u16) image. Pillow's `reduce` refuses I;16, so `pre` must be None
+/// for it (the binding checks).
 #[allow(clippy::too_many_arguments)]
-pub fn resize_box_f32(
-    src: &[f32],
+pub fn resize_box_wide<T: Wide>(
+    src: &[T],
     width: usize,
     height: usize,
     channels: usize,
@@ -251,20 +286,19 @@ pub fn resize_box_f32(
     filter: Filter,
     bx: FloatBox,
     pre: Option<PreReduce>,
-) -> Result<Vec<f32>, ImageError> {
-    if channels == 0
-        || width == 0
-        || height == 0
-        || Ok(src.len()) != alloc::product(&[width, height, channels])
-    {
+) -> Result<Vec<T>, ImageError> {
+    if channels == 0 || Ok(src.len()) != alloc::product(&[width, height, channels]) {
         return Err(ImageError::InvalidSize(format!(
             "buffer of {} values is not {width}x{height}x{channels}",
             src.len()
         )));
     }
+    if width == 0 || height == 0 {
+        return empty_source(width, height, channels, out, bx);
+    }
     if let Some(pre) = pre.filter(|_| filter != Filter::Nearest) {
-        let (small, w, h) = reduce::reduce_f32(src, width, height, channels, pre.factor, pre.bx)?;
-        return resize_box_f32(&small, w, h, channels, out, filter, bx, None);
+        let (small, w, h) = reduce::reduce_wide(src, width, height, channels, pre.factor, pre.bx)?;
+        return resize_box_wide(&small, w, h, channels, out, filter, bx, None);
     }
     check_box(width, height, out, bx)?;
     if let Some((x, y)) = crop_origin(bx, out) {
@@ -278,11 +312,16 @@ pub fn resize_box_f32(
         );
     }
     if filter == Filter::Nearest {
-        let xs = nearest_box_table(width, bx[0], bx[2], out.0)?;
-        let ys = nearest_box_table(height, bx[1], bx[3], out.1)?;
+        let table = if T::SPECIAL {
+            nearest_generic_table
+        } else {
+            nearest_box_table
+        };
+        let xs = table(width, bx[0], bx[2], out.0)?;
+        let ys = table(height, bx[1], bx[3], out.1)?;
         return gather(src, width, channels, out, &xs, &ys);
     }
-    convolve_f32(src, width, height, channels, out.0, out.1, filter, bx).map_err(no_memory)
+    convolve_wide(src, width, height, channels, out.0, out.1, filter, bx).map_err(no_memory)
 }
 
 /// Pillow's `reduce` of an 8-bit image; `premultiply` (4 channels) runs it on RGBa, as Pillow

@@ -4,9 +4,10 @@ use super::threads;
 use crate::error::{DecodeError as CoreDecodeError, ImageError};
 use crate::image::jpeg_coeffs;
 use crate::image::pipeline::{process_one, DType, Layout, Resize, Spec, StageTimes, Tables};
+use crate::image::resize_box::FloatBox;
 use crate::image::{
-    decode, resize_region_into, resize_window_u8_alpha, DecodeOptions, Filter, Image, Mode, Window,
-    DEFAULT_MAX_PIXELS,
+    decode, resize_box_u8, resize_region_into, resize_window_u8_alpha, DecodeOptions, Filter,
+    Image, Mode, Window, DEFAULT_MAX_PIXELS,
 };
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyMemoryError, PyValueError};
@@ -61,9 +62,10 @@ pub fn resize_f32<'py>(
 
 /// Resizes a batch of uint8 images (each a C-contiguous (h, w, channels) buffer, sizes may
 /// differ) into `out`, a writable buffer of len(images) * out_h * out_w * channels bytes, in
-/// parallel with the GIL released.
+/// parallel with the GIL released. `boxes` (one per image, None for the whole image) resizes
+/// a region of each, as `resize(box=...)`.
 #[pyfunction]
-#[pyo3(signature = (images, shapes, out, out_width, out_height, filter, num_threads = None))]
+#[pyo3(signature = (images, shapes, out, out_width, out_height, filter, num_threads = None, boxes = None))]
 #[allow(clippy::too_many_arguments)]
 pub fn resize_batch_u8(
     py: Python<'_>,
@@ -74,8 +76,14 @@ pub fn resize_batch_u8(
     out_height: usize,
     filter: &str,
     num_threads: Option<usize>,
+    boxes: Option<Vec<Option<FloatBox>>>,
 ) -> PyResult<()> {
     let filter = parse_filter(filter)?;
+    if boxes.as_ref().is_some_and(|b| b.len() != images.len()) {
+        return Err(PyValueError::new_err(
+            "boxes must hold one box (or None) per image",
+        ));
+    }
     let bufs: Vec<PyBuffer<u8>> = images
         .iter()
         .map(PyBuffer::<u8>::get)
@@ -89,13 +97,14 @@ pub fn resize_batch_u8(
         ));
     }
     let mut srcs = Vec::with_capacity(bufs.len());
-    for (b, &(h, w, c)) in bufs.iter().zip(&shapes) {
+    for (i, (b, &(h, w, c))) in bufs.iter().zip(&shapes).enumerate() {
         if !b.is_c_contiguous() || b.item_count() != h * w * c || c != channels {
             return Err(PyValueError::new_err(format!(
                 "every image must be a C-contiguous ({h}, {w}, {channels}) uint8 array"
             )));
         }
-        srcs.push((b.buf_ptr() as usize, h, w));
+        let bx = boxes.as_ref().and_then(|b| b[i]);
+        srcs.push((b.buf_ptr() as usize, h, w, bx));
     }
     let dst_ptr = dst.buf_ptr() as usize;
     let n = srcs.len();
@@ -104,10 +113,17 @@ pub fn resize_batch_u8(
         // SAFETY: the PyBuffers (`bufs`, `dst`) keep every source and the destination exported
         // and in place until they drop after this closure; slots of `per` bytes are disjoint.
         let all = unsafe { std::slice::from_raw_parts_mut(dst_ptr as *mut u8, per * n) };
-        let cost = |&(_, h, w): &(usize, usize, usize)| h * w;
-        threads::map_slots(threads, &srcs, all, per, cost, |&(ptr, h, w), slot| {
+        let cost = |&(_, h, w, _): &(usize, usize, usize, Option<FloatBox>)| h * w;
+        threads::map_slots(threads, &srcs, all, per, cost, |&(ptr, h, w, bx), slot| {
             // SAFETY: see above; each source holds h * w * channels bytes (checked).
             let src = unsafe { std::slice::from_raw_parts(ptr as *const u8, h * w * channels) };
+            if let Some(bx) = bx {
+                let out = (out_width, out_height);
+                let premultiply = channels == 4;
+                let o = resize_box_u8(src, w, h, channels, out, filter, bx, premultiply, None)?;
+                slot.copy_from_slice(&o);
+                return Ok(());
+            }
             let whole = Window {
                 x: 0,
                 y: 0,

@@ -2,8 +2,9 @@
 //! reducing_gap=...)` and `reduce` (facade in `fastprep/image_box.py`). The source is read in
 //! place (no copy) with the GIL released.
 use super::buffer::PixelBuffer;
+use crate::error::ImageError;
 use crate::image::resize_box::{self, FloatBox, PreReduce};
-use crate::image::{reduce, Filter};
+use crate::image::{reduce, Filter, Wide};
 use pyo3::buffer::{Element, PyBuffer};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -37,13 +38,6 @@ fn pre(reduce: Option<((usize, usize), Box4)>) -> Option<PreReduce> {
         factor,
         bx: [a, b, c, d],
     })
-}
-
-fn f32_bytes<'py>(py: Python<'py>, v: &[f32]) -> Bound<'py, PyByteArray> {
-    // SAFETY: f32 has no padding; the bytes of the slice are initialised.
-    let bytes =
-        unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) };
-    PyByteArray::new(py, bytes)
 }
 
 /// Resizes the `bx` region (floats) of an 8-bit image, optionally after a `reduce`
@@ -85,13 +79,60 @@ pub fn resize_box_u8(
     Ok(PixelBuffer::new(out, out_height, out_width, channels))
 }
 
-/// `resize_box_u8` for float32 images; returns the result's bytes.
-#[pyfunction]
-#[pyo3(signature = (data, height, width, channels, out_width, out_height, filter, bx, reduce = None))]
-#[allow(clippy::too_many_arguments)]
-pub fn resize_box_f32<'py>(
+/// The sample type of a double-precision mode: "F" f32, "I" i32, "I;16" u16 (the facade
+/// passes I;16L, I;16B and I;16N as I;16, their byte order handled).
+fn wide_mode(mode: &str) -> PyResult<&'static str> {
+    match mode {
+        "F" => Ok("F"),
+        "I" => Ok("I"),
+        "I;16" => Ok("I;16"),
+        _ => Err(PyValueError::new_err(format!(
+            "mode must be 'F', 'I' or 'I;16', got {mode:?}"
+        ))),
+    }
+}
+
+/// Runs `f` on the exported samples of `data` with the GIL released; returns the bytes of
+/// its result (native order) and its extra value.
+fn with_samples<'py, T: Element + Wide, R: Send>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
+    f: impl FnOnce(&[T]) -> Result<(Vec<T>, R), ImageError> + Send,
+) -> PyResult<(Bound<'py, PyByteArray>, R)> {
+    let (buf, ptr, len) = source::<T>(data)?;
+    let (out, extra) = py.detach(|| {
+        // SAFETY: `buf` keeps the export alive and in place until it drops after this
+        // closure; the pointer is aligned for T (checked by `source`).
+        let src = unsafe { std::slice::from_raw_parts(ptr as *const T, len) };
+        f(src)
+    })?;
+    drop(buf);
+    // SAFETY: the sample types have no padding; the bytes of the slice are initialised.
+    let bytes = unsafe {
+        std::slice::from_raw_parts(out.as_ptr().cast::<u8>(), std::mem::size_of_val(&out[..]))
+    };
+    Ok((PyByteArray::new(py, bytes), extra))
+}
+
+fn no_i16_reduce(mode: &str) -> PyResult<()> {
+    if mode == "I;16" {
+        return Err(PyValueError::new_err(
+            "image has wrong mode: Pillow's reduce does not take I;16 images (nor resize with a \
+             reducing_gap that reduces first)",
+        ));
+    }
+    Ok(())
+}
+
+/// `resize_box_u8` for the double-precision modes ("F", "I", "I;16": float32, int32 or uint16
+/// samples); returns the result's bytes.
+#[pyfunction]
+#[pyo3(signature = (data, mode, height, width, channels, out_width, out_height, filter, bx, reduce = None))]
+#[allow(clippy::too_many_arguments)]
+pub fn resize_box_wide<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    mode: &str,
     height: usize,
     width: usize,
     channels: usize,
@@ -101,24 +142,34 @@ pub fn resize_box_f32<'py>(
     bx: FloatBox,
     reduce: Option<((usize, usize), Box4)>,
 ) -> PyResult<Bound<'py, PyByteArray>> {
+    fn run<T: Wide>(
+        src: &[T],
+        size: (usize, usize, usize),
+        out: (usize, usize),
+        filter: Filter,
+        bx: FloatBox,
+        pre: Option<PreReduce>,
+    ) -> Result<(Vec<T>, ()), ImageError> {
+        let (width, height, channels) = size;
+        resize_box::resize_box_wide(src, width, height, channels, out, filter, bx, pre)
+            .map(|o| (o, ()))
+    }
     let filter = parse_filter(filter)?;
-    let (buf, ptr, len) = source::<f32>(data)?;
-    let out = py.detach(|| {
-        // SAFETY: as in `resize_box_u8`; the pointer is aligned for f32 (checked).
-        let src = unsafe { std::slice::from_raw_parts(ptr as *const f32, len) };
-        resize_box::resize_box_f32(
-            src,
-            width,
-            height,
-            channels,
-            (out_width, out_height),
-            filter,
-            bx,
-            pre(reduce),
-        )
-    })?;
-    drop(buf);
-    Ok(f32_bytes(py, &out))
+    let mode = wide_mode(mode)?;
+    if reduce.is_some() && filter != Filter::Nearest {
+        no_i16_reduce(mode)?;
+    }
+    let (size, out, pre) = (
+        (width, height, channels),
+        (out_width, out_height),
+        pre(reduce),
+    );
+    let bytes = match mode {
+        "F" => with_samples(py, data, |s: &[f32]| run(s, size, out, filter, bx, pre))?,
+        "I" => with_samples(py, data, |s: &[i32]| run(s, size, out, filter, bx, pre))?,
+        _ => with_samples(py, data, |s: &[u16]| run(s, size, out, filter, bx, pre))?,
+    };
+    Ok(bytes.0)
 }
 
 /// Pillow's `reduce` of an 8-bit image by `factor` over `bx`; `premultiply` reduces 4 channels
@@ -153,31 +204,36 @@ pub fn reduce_u8(
     Ok(PixelBuffer::new(out, h, w, channels))
 }
 
-/// Pillow's `reduce` of a float32 image (each channel a mode "F" image); returns
-/// `(bytes, width, height)`.
+/// Pillow's `reduce` of a mode "F" or "I" image (float32 or int32 samples, each channel one
+/// image); returns `(bytes, width, height)`.
 #[pyfunction]
-pub fn reduce_f32<'py>(
+#[allow(clippy::too_many_arguments)]
+pub fn reduce_wide<'py>(
     py: Python<'py>,
     data: &Bound<'py, PyAny>,
+    mode: &str,
     height: usize,
     width: usize,
     channels: usize,
     factor: (usize, usize),
     bx: Box4,
 ) -> PyResult<(Bound<'py, PyByteArray>, usize, usize)> {
-    let (buf, ptr, len) = source::<f32>(data)?;
-    let (out, w, h) = py.detach(|| {
-        // SAFETY: as in `resize_box_f32`.
-        let src = unsafe { std::slice::from_raw_parts(ptr as *const f32, len) };
-        reduce::reduce_f32(
-            src,
-            width,
-            height,
-            channels,
-            factor,
-            [bx.0, bx.1, bx.2, bx.3],
-        )
-    })?;
-    drop(buf);
-    Ok((f32_bytes(py, &out), w, h))
+    fn run<T: Wide>(
+        src: &[T],
+        size: (usize, usize, usize),
+        factor: (usize, usize),
+        bx: [usize; 4],
+    ) -> Result<(Vec<T>, (usize, usize)), ImageError> {
+        let (width, height, channels) = size;
+        reduce::reduce_wide(src, width, height, channels, factor, bx).map(|(o, w, h)| (o, (w, h)))
+    }
+    let mode = wide_mode(mode)?;
+    no_i16_reduce(mode)?;
+    let (size, bx) = ((width, height, channels), [bx.0, bx.1, bx.2, bx.3]);
+    let (bytes, (w, h)) = if mode == "F" {
+        with_samples(py, data, |s: &[f32]| run(s, size, factor, bx))?
+    } else {
+        with_samples(py, data, |s: &[i32]| run(s, size, factor, bx))?
+    };
+    Ok((bytes, w, h))
 }

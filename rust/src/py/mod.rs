@@ -43,9 +43,9 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image::resize_vertical_first, m)?)?;
     m.add_function(wrap_pyfunction!(image::normalize_table, m)?)?;
     m.add_function(wrap_pyfunction!(image_box::resize_box_u8, m)?)?;
-    m.add_function(wrap_pyfunction!(image_box::resize_box_f32, m)?)?;
+    m.add_function(wrap_pyfunction!(image_box::resize_box_wide, m)?)?;
     m.add_function(wrap_pyfunction!(image_box::reduce_u8, m)?)?;
-    m.add_function(wrap_pyfunction!(image_box::reduce_f32, m)?)?;
+    m.add_function(wrap_pyfunction!(image_box::reduce_wide, m)?)?;
     m.add_class::<buffer::PixelBuffer>()?;
     m.add_function(wrap_pyfunction!(image::decode_image, m)?)?;
     m.add_function(wrap_pyfunction!(image::decode_images, m)?)?;

@@ -1,9 +1,73 @@
-//! float32 resize, equal to Pillow's on mode "F" images channel by channel: the normalized
-//! weights stay f64 (no fixed point), each output is an f64 sum in tap order stored as f32, and
-//! the intermediate image between the passes is f32, as Pillow's is.
+//! Pillow's double-precision resample paths, channel by channel: mode "F" (float32), "I"
+//! (int32, its 32bpc path) and "I;16" (uint16, its 16bpc path). The normalized weights stay
+//! f64 (no fixed point), each output is an f64 sum in tap order stored as Pillow stores it, and
+//! the intermediate image between the passes has the sample type, as Pillow's has.
 use super::alloc::{self, AllocError};
 use super::resize::{nearest_table, no_memory, vertical_first, weights, Filter};
 use crate::error::ImageError;
+
+/// A sample of the double-precision paths: read as f64, an f64 sum stored back as Pillow does.
+pub trait Wide: alloc::Zeroable + Copy + Send + Sync {
+    /// Pillow keeps the type of these modes "special" (I;16), which changes its NEAREST.
+    const SPECIAL: bool = false;
+    fn wide(self) -> f64;
+    fn store(ss: f64) -> Self;
+    /// The sample type's own addition, which Pillow's `reduce` uses for pairs and quads of
+    /// samples before it adds them to its f64 sum (f32 rounds, int32 wraps).
+    #[must_use]
+    fn add(self, other: Self) -> Self;
+}
+
+impl Wide for f32 {
+    fn wide(self) -> f64 {
+        f64::from(self)
+    }
+    #[allow(clippy::cast_possible_truncation)] // Pillow stores the double sum as a float
+    fn store(ss: f64) -> Self {
+        ss as f32
+    }
+    fn add(self, other: Self) -> Self {
+        self + other
+    }
+}
+
+impl Wide for i32 {
+    fn wide(self) -> f64 {
+        f64::from(self)
+    }
+    fn store(ss: f64) -> Self {
+        round_up(ss)
+    }
+    fn add(self, other: Self) -> Self {
+        self.wrapping_add(other)
+    }
+}
+
+impl Wide for u16 {
+    const SPECIAL: bool = true;
+    fn wide(self) -> f64 {
+        f64::from(self)
+    }
+    /// `CLIP16(ROUND_UP(ss))`.
+    fn store(ss: f64) -> Self {
+        round_up(ss).clamp(0, 0xFFFF) as u16
+    }
+    // Pillow's `reduce` refuses I;16 images, so no sum of it ever runs.
+    fn add(self, other: Self) -> Self {
+        self.wrapping_add(other)
+    }
+}
+
+/// Pillow's `ROUND_UP(f)`: `(int)(f + 0.5F)` (`f - 0.5F` below 0), truncated; a value outside
+/// int's range (or NaN) converts as x86's `cvttsd2si` converts it, to `INT_MIN`.
+fn round_up(ss: f64) -> i32 {
+    let r = if ss >= 0.0 { ss + 0.5 } else { ss - 0.5 };
+    if r > -2_147_483_649.0 && r < 2_147_483_648.0 {
+        r as i32
+    } else {
+        i32::MIN
+    }
+}
 
 /// Resizes a float32 image of `channels` interleaved channels to `out_width` x `out_height`.
 pub fn resize_f32(
@@ -45,17 +109,17 @@ pub fn resize_f32(
         return Ok(out);
     }
     let full = [0.0, 0.0, width as f32, height as f32];
-    convolve_f32(
+    convolve_wide(
         src, width, height, channels, out_width, out_height, filter, full,
     )
     .map_err(no_memory)
 }
 
 /// The convolution of `resize_f32` over the source region `bx` (Pillow's `box`), in Pillow's
-/// pass order (as for 8 bits: the intermediate image is f32 and rounds too).
+/// pass order (as for 8 bits: the intermediate image has the sample type and rounds too).
 #[allow(clippy::too_many_arguments, clippy::float_cmp)] // Pillow compares the box exactly
-pub(super) fn convolve_f32(
-    src: &[f32],
+pub(super) fn convolve_wide<T: Wide>(
+    src: &[T],
     width: usize,
     height: usize,
     channels: usize,
@@ -63,7 +127,7 @@ pub(super) fn convolve_f32(
     out_height: usize,
     filter: Filter,
     bx: [f32; 4],
-) -> Result<Vec<f32>, AllocError> {
+) -> Result<Vec<T>, AllocError> {
     let need_h = out_width != width || bx[0] != 0.0 || bx[2] != width as f32;
     if need_h && vertical_first(width, height, out_width, out_height) {
         let tall_box = [0.0, bx[1], width as f32, bx[3]];
@@ -81,8 +145,8 @@ pub(super) fn convolve_f32(
 }
 
 #[allow(clippy::too_many_arguments, clippy::float_cmp)]
-fn passes(
-    src: &[f32],
+fn passes<T: Wide>(
+    src: &[T],
     width: usize,
     height: usize,
     channels: usize,
@@ -90,7 +154,7 @@ fn passes(
     out_height: usize,
     filter: Filter,
     bx: [f32; 4],
-) -> Result<Vec<f32>, AllocError> {
+) -> Result<Vec<T>, AllocError> {
     // Pillow's need_horizontal / need_vertical: a partial box needs the pass at the same size.
     let need_h = out_width != width || bx[0] != 0.0 || bx[2] != width as f32;
     let need_v = out_height != height || bx[1] != 0.0 || bx[3] != height as f32;
@@ -101,7 +165,7 @@ fn passes(
     } else {
         (0, height)
     };
-    let (img, w, offset): (std::borrow::Cow<'_, [f32]>, usize, usize) = if need_h {
+    let (img, w, offset): (std::borrow::Cow<'_, [T]>, usize, usize) = if need_h {
         let horiz = weights(width, bx[0], bx[2], out_width, filter)?;
         let mut tmp = alloc::zeroed(alloc::product(&[out_width, last - first, channels])?)?;
         for (y, out) in tmp.chunks_exact_mut(out_width * channels).enumerate() {
@@ -111,9 +175,9 @@ fn passes(
                 for c in 0..channels {
                     let mut ss = 0.0f64;
                     for (x, &kx) in k.iter().enumerate() {
-                        ss += f64::from(line[(x + xmin) * channels + c]) * kx;
+                        ss += line[(x + xmin) * channels + c].wide() * kx;
                     }
-                    out[xx * channels + c] = ss as f32;
+                    out[xx * channels + c] = T::store(ss);
                 }
             }
         }
@@ -134,9 +198,9 @@ fn passes(
         for (i, px) in line.iter_mut().enumerate() {
             let mut ss = 0.0f64;
             for (y, &ky) in k.iter().enumerate() {
-                ss += f64::from(img[(y + ymin - offset) * stride + i]) * ky;
+                ss += img[(y + ymin - offset) * stride + i].wide() * ky;
             }
-            *px = ss as f32;
+            *px = T::store(ss);
         }
     }
     Ok(out)
