@@ -23,6 +23,7 @@ fastprep before each call.
 
 from __future__ import annotations
 
+import copy
 import os
 from typing import Any
 
@@ -52,8 +53,24 @@ class FastprepBackend:
         object.__setattr__(self, "_fp", fp)
 
     def __getattr__(self, name: str) -> Any:
-        # Only called for what this class does not define: the original answers.
+        # Only called for what this class does not define: the original answers. Its own two
+        # fields are absent only on an object that copy or pickle made without __init__.
+        if name in ("_hf", "_fp"):
+            raise AttributeError(name)
         return getattr(self._hf, name)
+
+    # -- copies and pickles: transformers deep-copies tokenizers, DataLoader workers and
+    # datasets.map(num_proc=) pickle them. A copy is a backend over a copy of the original
+    # (tokenizers' copies are independent, padding and truncation included), fastprep's side
+    # rebuilt from it.
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self._hf,))
+
+    def __copy__(self) -> FastprepBackend:
+        return type(self)(copy.copy(self._hf))
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> FastprepBackend:
+        return type(self)(copy.deepcopy(self._hf, memo))
 
     def __setattr__(self, name: str, value: Any) -> None:
         setattr(self._hf, name, value)
