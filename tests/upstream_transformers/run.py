@@ -2,7 +2,7 @@
 tokenizers backend, every fastprep call compared with the stock one.
 
     .venv/bin/python tests/upstream_transformers/run.py --fetch        # once: the sdist, from PyPI
-    .venv/bin/python tests/upstream_transformers/run.py [--src PATH] [pytest args...]
+    .venv/bin/python tests/upstream_transformers/run.py [--src PATH] [--json OUT] [pytest args...]
 
 The tests are those of the installed transformers release: ``tests/test_tokenization_common.py``
 (``TokenizerTesterMixin``, upstream's ``TokenizersBackendCommonTest``), ``test_tokenizers_backend_mixin.py``
@@ -14,7 +14,8 @@ pytest subprocess: on the stock backend, then with every ``TokenizersBackend`` o
 (backend.py: ``fastprep.hf.FastprepBackend`` with each call also made on tokenizers and
 compared). Prints both outcomes of every test that is not passed on both, the calls compared
 and every difference; exits non-zero if a test passes on the stock backend and not on fastprep,
-or a call differs. Extra pytest args (``-k ...``) select tests in both runs.
+or a call differs; ``--json`` also writes every test's two outcomes. Extra pytest args
+(``-k ...``) select tests in both runs.
 """
 
 from __future__ import annotations
@@ -192,11 +193,18 @@ def main(argv: list[str]) -> int:
     if argv[:1] == ["--fetch"]:
         print(_load("source").fetch())
         return 0
-    src = None
-    if argv[:1] == ["--src"]:
-        src, argv = Path(argv[1]).resolve(), argv[2:]
+    src = out = None
+    while argv[:1] in (["--src"], ["--json"]):
+        if argv[0] == "--src":
+            src = Path(argv[1]).resolve()
+        else:
+            out = Path(argv[1])
+        argv = argv[2:]
     summary = run_suite(argv, src)
     print(report(summary))
+    if out is not None:
+        fields = {"counts": summary.counts, "calls": summary.calls, "mismatches": summary.mismatches}
+        out.write_text(json.dumps(fields | {"stock": summary.stock, "fastprep": summary.fastprep}, indent=1))
     return 0 if summary.ok() else 1
 
 
