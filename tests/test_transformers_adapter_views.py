@@ -72,3 +72,21 @@ def test_view_kept_across_calls_and_sequence_item_set(tmp_path):
         tok.backend_tokenizer.pre_tokenizer[0] = pre_tokenizers.Digits(individual_digits=False)
     _same(ref, fp)
     assert fp("12345")["input_ids"] == ref("12345")["input_ids"]
+
+
+def test_no_rebuild_while_nothing_changes():
+    """transformers reads ``backend_tokenizer.decoder`` (and, for some, ``.model``) on every
+    decode: watching them must not rebuild fastprep's tokenizer (a full reload) unless one really changed."""
+    _, fp = _bert()
+    fp(TEXTS)
+    ids = fp(TEXTS)["input_ids"]
+    fp.batch_decode(ids)
+    fp.convert_tokens_to_string(["un", "##aff", "##able"])
+    core = fp._tokenizer._fp
+    for _ in range(3):
+        fp(TEXTS, padding=True, truncation=True, max_length=8)
+        fp.batch_decode(ids, skip_special_tokens=True)
+    assert fp._tokenizer._fp is core and "decoder" in fp._tokenizer._views
+    fp.backend_tokenizer.model.max_input_chars_per_word = 3
+    fp(TEXTS)
+    assert fp._tokenizer._fp is not core

@@ -76,13 +76,14 @@ class FastprepBackend:
     def _rebuild(self) -> None:
         fp = Tokenizer.from_str(self._hf.to_str())  # carries padding and truncation too
         object.__setattr__(self, "_fp", fp)
-        for name in self._views:
+        for name in list(self._views):
             self._views[name] = _state(getattr(self._hf, name))
 
     def _current(self) -> Tokenizer:
         """fastprep's tokenizer, rebuilt first if a component handed out has been changed in
         place since (``backend_tokenizer.normalizer.lowercase = False``)."""
-        for name, seen in self._views.items():
+        # a snapshot: another thread may add a view meanwhile (transformers reads .model in decode)
+        for name, seen in tuple(self._views.items()):
             if _state(getattr(self._hf, name)) != seen:
                 self._rebuild()
                 break
