@@ -9,7 +9,15 @@ family. Upstream's own ``TokenizersBackendCommonTest`` (BERT) runs from its file
 
 import unittest
 
-from transformers import BertTokenizer, GPT2Tokenizer, LlamaTokenizer, PreTrainedTokenizerFast, T5Tokenizer
+from transformers import (
+    BertTokenizer,
+    GPT2Tokenizer,
+    LlamaTokenizer,
+    PreTrainedTokenizerFast,
+    Qwen2Tokenizer,
+    RobertaTokenizer,
+    T5Tokenizer,
+)
 
 from .test_tokenization_common import TokenizerTesterMixin
 from .test_tokenizers_backend_mixin import TokenizersBackendTesterMixin
@@ -17,6 +25,8 @@ from .test_tokenizers_backend_mixin import TokenizersBackendTesterMixin
 BERT = "google-bert/bert-base-uncased"
 GPT2 = "openai-community/gpt2"
 LLAMA = "hf-internal-testing/llama-tokenizer"
+ROBERTA = "FacebookAI/roberta-base"
+QWEN2 = "Qwen/Qwen2-0.5B"
 T5 = "google-t5/t5-base"
 UNIGRAM = "robot-test/dummy-tokenizer-fast"
 WORDLEVEL = "robot-test/dummy-tokenizer-wordlevel"
@@ -35,6 +45,26 @@ class GPT2TokenizationTest(TokenizerTesterMixin, unittest.TestCase):
 class GPT2BackendTest(TokenizersBackendTesterMixin, unittest.TestCase):
     tokenizer_class = rust_tokenizer_class = GPT2Tokenizer
     from_pretrained_id = GPT2
+
+
+class RobertaTokenizationTest(TokenizerTesterMixin, unittest.TestCase):
+    tokenizer_class = RobertaTokenizer
+    from_pretrained_id = ROBERTA
+
+
+class RobertaBackendTest(TokenizersBackendTesterMixin, unittest.TestCase):
+    tokenizer_class = rust_tokenizer_class = RobertaTokenizer
+    from_pretrained_id = ROBERTA
+
+
+class Qwen2TokenizationTest(TokenizerTesterMixin, unittest.TestCase):
+    tokenizer_class = Qwen2Tokenizer
+    from_pretrained_id = QWEN2
+
+
+class Qwen2BackendTest(TokenizersBackendTesterMixin, unittest.TestCase):
+    tokenizer_class = rust_tokenizer_class = Qwen2Tokenizer
+    from_pretrained_id = QWEN2
 
 
 class LlamaTokenizationTest(TokenizerTesterMixin, unittest.TestCase):

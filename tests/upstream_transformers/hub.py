@@ -3,7 +3,8 @@
 The Hub is not reachable from the machines these tests run on, so each name is served from a
 Hugging Face cache of its own (``HF_HUB_OFFLINE=1``) holding local files of the same kind:
 all-MiniLM-L6-v2's BERT tokenizer (uncased WordPiece with bert-base-uncased's vocabulary) for
-google-bert/bert-base-uncased, a byte-level BPE trained here for GPT-2, Mistral v1's
+google-bert/bert-base-uncased, a byte-level BPE trained here for GPT-2, RoBERTa and Qwen2 (each
+class builds its own pipeline around it), Mistral v1's
 SentencePiece BPE converted as LlamaTokenizer builds it for a Llama tokenizer, a SentencePiece
 Unigram trained here for T5, and a Unigram and a WordLevel tokenizer.json for
 PreTrainedTokenizerFast. Their ids differ from the real models', so a test that asserts a real
@@ -24,6 +25,8 @@ SNAPSHOT = "0" * 40
 BERT = "google-bert/bert-base-uncased"
 GPT2 = "openai-community/gpt2"
 LLAMA = "hf-internal-testing/llama-tokenizer"
+ROBERTA = "FacebookAI/roberta-base"
+QWEN2 = "Qwen/Qwen2-0.5B"
 T5 = "google-t5/t5-base"
 UNIGRAM = "robot-test/dummy-tokenizer-fast"
 WORDLEVEL = "robot-test/dummy-tokenizer-wordlevel"
@@ -74,6 +77,25 @@ def _files() -> dict[str, dict[str, str | bytes | Path]]:
             "tokenizer.json": data.trained_bytelevel_bpe(add_prefix_space=False),
             "tokenizer_config.json": json.dumps(gpt2),
             "config.json": json.dumps({"model_type": "gpt2"}),
+        },
+        ROBERTA: {
+            # RobertaTokenizer adds <s>, </s>, <pad>, <mask> (lstrip) and <unk> to the BPE
+            "tokenizer.json": data.trained_bytelevel_bpe(add_prefix_space=True),
+            "tokenizer_config.json": json.dumps({"tokenizer_class": "RobertaTokenizer", "model_max_length": 512}),
+            "config.json": json.dumps({"model_type": "roberta"}),
+        },
+        QWEN2: {
+            # Qwen2Tokenizer puts its own Split pattern (single digits) before ByteLevel
+            "tokenizer.json": data.trained_bytelevel_bpe(add_prefix_space=False),
+            "tokenizer_config.json": json.dumps(
+                {
+                    "tokenizer_class": "Qwen2Tokenizer",
+                    "eos_token": "<|endoftext|>",
+                    "pad_token": "<|endoftext|>",
+                    "model_max_length": 32768,
+                }
+            ),
+            "config.json": json.dumps({"model_type": "qwen2"}),
         },
         LLAMA: {
             "tokenizer.json": spm.mistral_tokenizer_json("legacy"),
