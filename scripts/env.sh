@@ -18,3 +18,6 @@ rm -rf dist
 WHEEL="$(ls dist/fastprep-*.whl)"
 "$VPY" -m pip install --quiet --force-reinstall --no-deps "$WHEEL"
 "$VPY" -m pip install --quiet "$WHEEL[test,bench]"
+# transformers' own tokenizer tests (the sdist of the installed release, from PyPI) for
+# tests/test_transformers_upstream.py, which runs offline
+"$VPY" tests/upstream_transformers/run.py --fetch >/dev/null
