@@ -60,6 +60,9 @@ class Check:
     # fastprep's side runs this many times per round (its time divided by it): a call of a few
     # milliseconds is timed over several, so timer and scheduler noise stay small beside it.
     ours_repeat: int = 1
+    # The least margin between the baseline and the gate's floor (benches/gate.py), for a check
+    # whose ratio moves between processes more than its runs in one process show.
+    min_margin: float = 0.25
 
 
 def _time(fn: Timed, repeat: int) -> float:
@@ -287,6 +290,9 @@ CHECKS = [
         "take + return a 16 MiB buffer from Python (BlockPool.acquire/release)",
         "numpy.empty",
         _pool_setup,
+        # ~110 ns against ~350-650 ns: numpy.empty's side moves by a third with the process's
+        # allocator state and the CPU, so the floor sits at the 40% margin (2x still fails).
+        min_margin=0.4,
     ),
 ]
 
