@@ -13,6 +13,8 @@ use pcre2_sys as ffi;
 use std::cell::RefCell;
 use std::ptr::NonNull;
 
+use super::class_bytes::{ClassBytes, Offsets};
+
 /// The JIT stack a thread's matches may grow to (PCRE2's default is 32 KiB on the machine
 /// stack; a long run of a look-ahead alternative can need more). Allocated as it is used.
 const JIT_STACK_MAX: usize = 4 << 20;
@@ -26,6 +28,9 @@ pub struct Regex {
     /// the last end finds first, and no later iteration can fail back into it (the pattern ends
     /// after the loop), so the ends are the matches `find_iter` gives.
     runs: Option<NonNull<ffi::pcre2_code_8>>,
+    /// When set, the codes are the pattern's byte-mode form, run on text transcoded to one
+    /// byte per char (see `class_bytes`); UTF mode otherwise.
+    classes: Option<ClassBytes>,
     /// The translated pattern, for `describe` and errors.
     pub translated: String,
 }
@@ -83,11 +88,13 @@ unsafe extern "C" fn record_end(block: *mut CalloutBlock, data: *mut std::ffi::c
     0
 }
 
-fn compile(pattern: &str) -> Result<NonNull<ffi::pcre2_code_8>, String> {
+fn compile(pattern: &str, utf: bool) -> Result<NonNull<ffi::pcre2_code_8>, String> {
     // MULTILINE: Oniguruma's `^` and `$` are line anchors (a `\n` before or after).
     // UCP leaves `\d`, `\s` and `\w` to the translator's explicit classes either way.
-    let options =
-        ffi::PCRE2_UTF | ffi::PCRE2_UCP | ffi::PCRE2_MULTILINE | ffi::PCRE2_NEVER_BACKSLASH_C;
+    let mut options = ffi::PCRE2_MULTILINE | ffi::PCRE2_NEVER_BACKSLASH_C;
+    if utf {
+        options |= ffi::PCRE2_UTF | ffi::PCRE2_UCP;
+    }
     let mut err: i32 = 0;
     let mut offset: usize = 0;
     // SAFETY: the pattern pointer and length are a live &str; the error out-params are
@@ -127,9 +134,26 @@ fn error_message(code: i32) -> String {
 }
 
 impl Regex {
-    /// Compiles a PCRE2 pattern (already translated) with UTF and Oniguruma's line anchors.
+    /// Compiles a PCRE2 pattern (already translated) with Oniguruma's line anchors: in byte
+    /// mode on class bytes where its classes allow it, in UTF mode otherwise.
     pub fn new(pattern: &str) -> Result<Self, String> {
-        let code = compile(pattern)?;
+        if let Ok(classes) = ClassBytes::new(pattern) {
+            if let Ok(mut re) = Self::compiled(&classes.pattern, false) {
+                re.classes = Some(classes);
+                pattern.clone_into(&mut re.translated);
+                return Ok(re);
+            }
+        }
+        Self::utf(pattern)
+    }
+
+    /// Compiles a PCRE2 pattern (already translated) in UTF mode.
+    pub fn utf(pattern: &str) -> Result<Self, String> {
+        Self::compiled(pattern, true)
+    }
+
+    fn compiled(pattern: &str, utf: bool) -> Result<Self, String> {
+        let code = compile(pattern, utf)?;
         let jit = jit_compile(code);
         let mut min_len: u32 = 0;
         // SAFETY: MINLENGTH writes a u32.
@@ -141,7 +165,7 @@ impl Regex {
             )
         };
         let runs = if jit && info == 0 && min_len > 0 {
-            compile(&format!("(?:(?>{pattern})(?C1))+"))
+            compile(&format!("(?:(?>{pattern})(?C1))+"), utf)
                 .ok()
                 .filter(|r| {
                     jit_compile(*r) || {
@@ -157,8 +181,14 @@ impl Regex {
             code,
             jit,
             runs,
+            classes: None,
             translated: pattern.to_owned(),
         })
+    }
+
+    /// Whether the pattern runs on class bytes (byte mode) rather than in UTF mode.
+    pub fn class_bytes(&self) -> bool {
+        self.classes.is_some()
     }
 
     /// Whether the pattern runs as JIT code (PCRE2's interpreter otherwise).
@@ -174,34 +204,60 @@ impl Regex {
         text: &str,
         mut f: impl FnMut(usize, usize),
     ) -> Result<(), MatchError> {
-        with_scratch(|s| {
-            let bytes = text.as_bytes();
-            let mut at = 0;
-            let mut last_end: Option<usize> = None;
-            if let Some(runs) = self.runs {
-                match Self::runs_from(s, runs, bytes, &mut f) {
-                    Ok(()) => return Ok(()),
-                    // A run too long for the JIT stack: the rest goes one match per call.
-                    Err(done) => {
-                        at = done;
-                        last_end = (done > 0).then_some(done);
-                    }
-                }
+        with_scratch(|s| match &self.classes {
+            None => self.matches(s, text.as_bytes(), Some(text), &mut f),
+            // An ASCII text is its own transcoding.
+            Some(_) if text.is_ascii() => self.matches(s, text.as_bytes(), None, &mut f),
+            Some(classes) => {
+                let mut bytes = std::mem::take(&mut *s.bytes.borrow_mut());
+                let mut marks = std::mem::take(&mut *s.marks.borrow_mut());
+                classes.transcode(text, &mut bytes, &mut marks);
+                let mut offsets = Offsets::new(&marks);
+                let result = self.matches(s, &bytes, None, &mut |a, b| {
+                    let a = offsets.at(a);
+                    f(a, offsets.at(b));
+                });
+                *s.bytes.borrow_mut() = bytes;
+                *s.marks.borrow_mut() = marks;
+                result
             }
-            while at <= bytes.len() {
-                let Some((ms, me)) = self.find_at(s, bytes, at)? else {
-                    break;
-                };
-                if ms == me && last_end == Some(me) {
-                    at += text[at..].chars().next().map_or(1, char::len_utf8);
-                    continue;
-                }
-                f(ms, me);
-                at = me;
-                last_end = Some(me);
-            }
-            Ok(())
         })
+    }
+
+    /// Every match in `bytes`: the text itself in UTF mode (`utf`, to step over a char after
+    /// an empty match), or one byte per char.
+    fn matches(
+        &self,
+        s: &Scratch,
+        bytes: &[u8],
+        utf: Option<&str>,
+        f: &mut impl FnMut(usize, usize),
+    ) -> Result<(), MatchError> {
+        let mut at = 0;
+        let mut last_end: Option<usize> = None;
+        if let Some(runs) = self.runs {
+            match Self::runs_from(s, runs, bytes, f) {
+                Ok(()) => return Ok(()),
+                // A run too long for the JIT stack: the rest goes one match per call.
+                Err(done) => {
+                    at = done;
+                    last_end = (done > 0).then_some(done);
+                }
+            }
+        }
+        while at <= bytes.len() {
+            let Some((ms, me)) = self.find_at(s, bytes, at)? else {
+                break;
+            };
+            if ms == me && last_end == Some(me) {
+                at += utf.map_or(1, |t| t[at..].chars().next().map_or(1, char::len_utf8));
+                continue;
+            }
+            f(ms, me);
+            at = me;
+            last_end = Some(me);
+        }
+        Ok(())
     }
 
     /// Every match by runs (see `runs`); `Err(at)`: a run failed for lack of stack, the
@@ -326,6 +382,9 @@ impl Regex {
 struct Scratch {
     /// The run pattern's match ends (kept to reuse its allocation).
     ends: RefCell<Vec<usize>>,
+    /// A text transcoded to class bytes, and its marks (`ClassBytes::transcode`).
+    bytes: RefCell<Vec<u8>>,
+    marks: RefCell<Vec<(u32, u32)>>,
     md: NonNull<ffi::pcre2_match_data_8>,
     mctx: NonNull<ffi::pcre2_match_context_8>,
     stack: Option<NonNull<ffi::pcre2_jit_stack_8>>,
@@ -350,6 +409,8 @@ impl Scratch {
             }
             Self {
                 ends: RefCell::new(Vec::new()),
+                bytes: RefCell::new(Vec::new()),
+                marks: RefCell::new(Vec::new()),
                 md,
                 mctx,
                 stack,
