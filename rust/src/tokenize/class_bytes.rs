@@ -27,56 +27,185 @@ type Set = Vec<(u32, u32)>;
 
 const MAX_CHAR: u32 = 0x10_FFFF;
 
-/// A translated pattern's byte-mode form and the table that transcodes text for it.
+/// A translated pattern over class bytes and the table that transcodes text for it: ASCII
+/// chars stand for themselves, other chars for bytes 128..=255 (their atom's, or for the DFA
+/// form a stand-in of their atom's DFA byte); an ASCII text is its own transcoding.
 pub struct ClassBytes {
-    /// The pattern with every class (and literal char, and `.`) as a byte class.
+    /// The pattern with every class (and literal char, and `.`) as a byte class: PCRE2 syntax
+    /// (`ClassBytes::pcre`) or regex-automata's (`ClassBytes::dfa`).
     pub pattern: String,
     /// `blocks[stage1[c >> 8] * 256 + (c & 255)]` is the atom byte of a non-ASCII char `c`.
     stage1: Box<[u16]>,
     blocks: Box<[u8]>,
 }
 
+/// ASCII word bytes (regex-automata's `\b`): the DFA form gives them to the atoms of the
+/// pattern's look-ahead class, so that `(?!C)` is `\b{end-half}`.
+const WORD_BYTES: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz";
+
 impl ClassBytes {
-    /// The byte-mode form of `translated` (a pattern from `onig_to_pcre::translate`), or why
-    /// there is none.
-    pub fn new(translated: &str) -> Result<Self, String> {
-        let parts = Parser::new(translated).parse()?;
-        let mut sets: Vec<Set> = Vec::new();
-        let mut index: HashMap<Set, usize> = HashMap::new();
-        let parts: Vec<Part> = parts
-            .into_iter()
-            .map(|p| match p {
-                Part::Class(set) => {
-                    let n = sets.len();
-                    let i = *index.entry(set.clone()).or_insert(n);
-                    if i == n {
-                        sets.push(set);
-                    }
-                    Part::Ref(i)
-                }
-                other => other,
-            })
-            .collect();
-        let (atoms, flat) = atoms(&sets)?;
+    /// The PCRE2 byte-mode form of `translated` (a pattern from `onig_to_pcre::translate`):
+    /// ASCII chars stand for themselves, atoms of other chars for bytes 128..=255.
+    pub fn pcre(translated: &str) -> Result<Self, String> {
+        let (parts, sets) = classes(translated)?;
+        let (atoms, flat) = atoms(&sets, 0x80)?;
+        if atoms.len() > 128 {
+            return Err("more than 128 atoms".into());
+        }
+        let atom_bytes: Vec<u8> = (0..atoms.len()).map(|k| 0x80 + k as u8).collect();
         let mut pattern = String::with_capacity(translated.len() * 2);
-        for p in parts {
+        for p in &parts {
             match p {
-                Part::Verbatim(v) => pattern.push_str(&v),
-                Part::Ref(i) => byte_class(&mut pattern, &sets[i], &atoms, i),
-                Part::Class(_) => unreachable!("classes were numbered above"),
+                Part::Verbatim(v) => pattern.push_str(v),
+                Part::Ref(i) => {
+                    let mut bytes = [false; 256];
+                    for c in 0..0x80u32 {
+                        bytes[c as usize] = contains(&sets[*i], c);
+                    }
+                    for (k, member) in atoms.iter().enumerate() {
+                        bytes[atom_bytes[k] as usize] = member[*i];
+                    }
+                    byte_class(&mut pattern, &bytes);
+                }
             }
         }
-        let (stage1, blocks) = two_stage(&flat);
-        Ok(Self {
+        Ok(Self::with_table(pattern, &flat, &atom_bytes))
+    }
+
+    /// The form for a DFA (regex-automata's syntax, bytes only), or why there is none: every
+    /// char, ASCII too, becomes its atom's byte. A DFA has no look-ahead, but a negative
+    /// look-ahead of one class `C` (`\s+(?!\S)` in every byte-level pattern) asks only that
+    /// the next char not be in `C`: with `C`'s atoms on the ASCII word bytes and every other
+    /// atom off them, that is the DFA's `\b{end-half}`. The line feed keeps its byte (the
+    /// DFA's `$` looks for it). Refused: other look-arounds, atomic groups and possessive
+    /// quantifiers, `^` (PCRE2 reads it differently after a final newline), `\Z`, and a
+    /// repeat of what can match empty (where a DFA and a backtracker may part ways).
+    ///
+    /// The text is still transcoded as for PCRE2 (ASCII kept, other chars to bytes 128..=255,
+    /// one per distinct DFA byte): the second value maps those bytes to the DFA's, for the
+    /// DFA's table to be read by them.
+    pub fn dfa(translated: &str) -> Result<(Self, [u8; 256]), String> {
+        let (parts, mut sets) = classes(translated)?;
+        // The look-ahead class, and the parts with each `(?!C)` made `\b{end-half}`.
+        let mut ahead: Option<usize> = None;
+        let mut out: Vec<Part> = Vec::with_capacity(parts.len());
+        let mut k = 0;
+        while k < parts.len() {
+            if let (Part::Verbatim(v), Some(Part::Ref(c)), Some(Part::Verbatim(next))) =
+                (&parts[k], parts.get(k + 1), parts.get(k + 2))
+            {
+                if let (Some(before), Some(after)) = (v.strip_suffix("(?!"), next.strip_prefix(')'))
+                {
+                    if ahead.is_some_and(|a| a != *c) {
+                        return Err("look-aheads of two classes".into());
+                    }
+                    ahead = Some(*c);
+                    out.push(Part::Verbatim(format!("{before}(?-u:\\b{{end-half}})")));
+                    out.push(Part::Verbatim(after.to_owned()));
+                    k += 3;
+                    continue;
+                }
+            }
+            out.push(match &parts[k] {
+                Part::Verbatim(v) => Part::Verbatim(v.clone()),
+                Part::Ref(i) => Part::Ref(*i),
+            });
+            k += 1;
+        }
+        for p in &out {
+            if let Part::Verbatim(v) = p {
+                for bad in ["(?=", "(?!", "(?>", "++", "*+", "?+", "}+", "^", "\\Z"] {
+                    if v.contains(bad) {
+                        return Err(format!("{bad} has no DFA form"));
+                    }
+                }
+            }
+        }
+        // The line feed alone in its atom (`$`).
+        sets.push(vec![(10, 10)]);
+        let (atoms, flat) = atoms(&sets, 0)?;
+        let mut word = WORD_BYTES.iter().copied();
+        let mut other = (0..=255u8).filter(|b| !WORD_BYTES.contains(b) && *b != b'\n');
+        let line_feed = flat[10];
+        let mut atom_bytes = Vec::with_capacity(atoms.len());
+        for (k, member) in atoms.iter().enumerate() {
+            let b = if k == usize::from(line_feed) {
+                if ahead.is_some_and(|a| member[a]) {
+                    return Err("a look-ahead class with the line feed".into());
+                }
+                Some(b'\n')
+            } else if ahead.is_some_and(|a| member[a]) {
+                word.next()
+            } else {
+                other.next()
+            };
+            atom_bytes.push(b.ok_or("too many atoms for a DFA's bytes")?);
+        }
+        let mut pattern = String::with_capacity(translated.len() * 2);
+        for p in &out {
+            match p {
+                Part::Verbatim(v) => pattern.push_str(v),
+                Part::Ref(i) => {
+                    let mut bytes = [false; 256];
+                    for (k, member) in atoms.iter().enumerate() {
+                        bytes[atom_bytes[k] as usize] = member[*i];
+                    }
+                    byte_class(&mut pattern, &bytes);
+                }
+            }
+        }
+        // Each DFA byte that non-ASCII chars take gets a byte from 128 on.
+        let mut remap = [0u8; 256];
+        let mut high: [Option<u8>; 256] = [None; 256];
+        let mut n_high = 0usize;
+        let mut kept = vec![0u8; flat.len()];
+        for (c, (&a, k)) in flat.iter().zip(kept.iter_mut()).enumerate() {
+            let b = atom_bytes[usize::from(a)];
+            *k = if c < 0x80 {
+                remap[c] = b;
+                c as u8
+            } else if let Some(h) = high[usize::from(b)] {
+                h
+            } else {
+                if n_high == 128 {
+                    return Err("more than 128 DFA bytes for non-ASCII chars".into());
+                }
+                let h = 0x80 + n_high as u8;
+                n_high += 1;
+                high[usize::from(b)] = Some(h);
+                remap[usize::from(h)] = b;
+                h
+            };
+        }
+        let identity: Vec<u8> = (0..=255).collect();
+        Ok((Self::with_table(pattern, &kept, &identity), remap))
+    }
+
+    /// `flat` holds each code point's atom (for ASCII, the char itself), `atom_bytes` each
+    /// atom's byte.
+    fn with_table(pattern: String, flat: &[u8], atom_bytes: &[u8]) -> Self {
+        let bytes: Vec<u8> = flat
+            .iter()
+            .enumerate()
+            .map(|(c, &a)| {
+                if c < 0x80 {
+                    c as u8
+                } else {
+                    atom_bytes[usize::from(a)]
+                }
+            })
+            .collect();
+        let (stage1, blocks) = two_stage(&bytes);
+        Self {
             pattern,
             stage1,
             blocks,
-        })
+        }
     }
 
     /// The atom byte of a non-ASCII char.
     #[inline]
-    fn atom(&self, c: u32) -> u8 {
+    pub fn atom(&self, c: u32) -> u8 {
         let block = self.stage1[(c >> 8) as usize] as usize;
         self.blocks[block * 256 + (c & 255) as usize]
     }
@@ -168,10 +297,37 @@ impl<'a> Offsets<'a> {
 enum Part {
     /// Syntax copied as is (groups, alternation, quantifiers, anchors).
     Verbatim(String),
-    /// What one char must be (a class, a literal char, `.`).
-    Class(Set),
-    /// A class by its number among the pattern's distinct classes.
+    /// A class (what one char must be: a class, a literal char, `.`) by its number among the
+    /// pattern's distinct classes.
     Ref(usize),
+}
+
+/// The pattern's parts and its distinct classes (as code point sets).
+fn classes(translated: &str) -> Result<(Vec<Part>, Vec<Set>), String> {
+    let mut sets: Vec<Set> = Vec::new();
+    let mut index: HashMap<Set, usize> = HashMap::new();
+    let parts = Parser::new(translated)
+        .parse()?
+        .into_iter()
+        .map(|p| match p {
+            Parsed::Verbatim(v) => Part::Verbatim(v),
+            Parsed::Class(set) => {
+                let n = sets.len();
+                let i = *index.entry(set.clone()).or_insert(n);
+                if i == n {
+                    sets.push(set);
+                }
+                Part::Ref(i)
+            }
+        })
+        .collect();
+    Ok((parts, sets))
+}
+
+/// A piece of the translated pattern as read.
+enum Parsed {
+    Verbatim(String),
+    Class(Set),
 }
 
 /// Reads the PCRE2 syntax that `onig_to_pcre` writes (and only that: anything else is an error,
@@ -180,7 +336,7 @@ struct Parser<'a> {
     chars: std::iter::Peekable<std::str::Chars<'a>>,
     /// Case-insensitivity of each open group (the last is the current scope).
     ci: Vec<bool>,
-    parts: Vec<Part>,
+    parts: Vec<Parsed>,
 }
 
 impl<'a> Parser<'a> {
@@ -197,19 +353,19 @@ impl<'a> Parser<'a> {
     }
 
     fn verbatim(&mut self, s: &str) {
-        if let Some(Part::Verbatim(v)) = self.parts.last_mut() {
+        if let Some(Parsed::Verbatim(v)) = self.parts.last_mut() {
             v.push_str(s);
         } else {
-            self.parts.push(Part::Verbatim(s.to_owned()));
+            self.parts.push(Parsed::Verbatim(s.to_owned()));
         }
     }
 
     fn class(&mut self, set: Set) {
         let set = if self.ci() { fold_ascii(&set) } else { set };
-        self.parts.push(Part::Class(set));
+        self.parts.push(Parsed::Class(set));
     }
 
-    fn parse(mut self) -> Result<Vec<Part>, String> {
+    fn parse(mut self) -> Result<Vec<Parsed>, String> {
         while let Some(c) = self.chars.next() {
             match c {
                 '\\' => match self.escape()? {
@@ -447,23 +603,23 @@ fn contains(set: &Set, c: u32) -> bool {
     set.get(i).is_some_and(|&(a, _)| a <= c)
 }
 
-/// The atoms of the non-ASCII code points: each atom's membership in `sets`, and the atom byte
-/// of every code point (ASCII ones themselves).
-fn atoms(sets: &[Set]) -> Result<(Vec<Vec<bool>>, Vec<u8>), String> {
-    let mut cuts: Vec<u32> = vec![0x80, MAX_CHAR + 1];
+/// The atoms of the code points from `from` on: each atom's membership in `sets`, and each
+/// code point's atom (its index; below `from`, the code point itself).
+fn atoms(sets: &[Set], from: u32) -> Result<(Vec<Vec<bool>>, Vec<u8>), String> {
+    let mut cuts: Vec<u32> = vec![from, MAX_CHAR + 1];
     for set in sets {
         for &(a, b) in set {
             cuts.extend(
                 [a, b + 1]
                     .into_iter()
-                    .filter(|&c| c > 0x80 && c <= MAX_CHAR),
+                    .filter(|&c| c > from && c <= MAX_CHAR),
             );
         }
     }
     cuts.sort_unstable();
     cuts.dedup();
     let mut flat = vec![0u8; MAX_CHAR as usize + 1];
-    for (c, b) in flat.iter_mut().enumerate().take(0x80) {
+    for (c, b) in flat.iter_mut().enumerate().take(from as usize) {
         *b = c as u8;
     }
     let mut atoms: Vec<Vec<bool>> = Vec::new();
@@ -473,10 +629,10 @@ fn atoms(sets: &[Set]) -> Result<(Vec<Vec<bool>>, Vec<u8>), String> {
         let id = if let Some(&id) = ids.get(&member) {
             id
         } else {
-            if atoms.len() == 128 {
-                return Err("more than 128 atoms".into());
+            if atoms.len() == 256 {
+                return Err("more than 256 atoms".into());
             }
-            let id = 0x80 + atoms.len() as u8;
+            let id = atoms.len() as u8;
             atoms.push(member.clone());
             ids.insert(member, id);
             id
@@ -486,15 +642,8 @@ fn atoms(sets: &[Set]) -> Result<(Vec<Vec<bool>>, Vec<u8>), String> {
     Ok((atoms, flat))
 }
 
-/// Writes class `i` as a byte class: its ASCII members and the atoms in it.
-fn byte_class(out: &mut String, set: &Set, atoms: &[Vec<bool>], i: usize) {
-    let mut bytes = [false; 256];
-    for c in 0..0x80u32 {
-        bytes[c as usize] = contains(set, c);
-    }
-    for (k, member) in atoms.iter().enumerate() {
-        bytes[0x80 + k] = member[i];
-    }
+/// Writes a byte class of the bytes set in `bytes`.
+fn byte_class(out: &mut String, bytes: &[bool; 256]) {
     out.push('[');
     let mut b = 0;
     let mut any = false;
@@ -508,14 +657,14 @@ fn byte_class(out: &mut String, set: &Set, atoms: &[Vec<bool>], i: usize) {
             b += 1;
         }
         any = true;
-        let _ = write!(out, "\\x{{{start:x}}}");
+        let _ = write!(out, "\\x{start:02X}");
         if b - 1 > start {
-            let _ = write!(out, "-\\x{{{:x}}}", b - 1);
+            let _ = write!(out, "-\\x{:02X}", b - 1);
         }
     }
     if !any {
-        // Matches no byte (PCRE2 has no empty class).
-        out.push_str("^\\x{0}-\\x{ff}");
+        // Matches no byte (neither syntax has an empty class).
+        out.push_str("^\\x00-\\xFF");
     }
     out.push(']');
 }
@@ -570,25 +719,31 @@ mod tests {
         ]
     }
 
-    /// The byte-mode engine finds exactly the UTF-mode engine's matches.
+    /// The byte-mode engine and the DFA find exactly the UTF-mode engine's matches; the
+    /// patterns of real tokenizers (the first seven) have a DFA.
     #[test]
     fn matches_equal_utf_mode() {
-        for src in PATTERNS {
+        for (n, src) in PATTERNS.iter().enumerate() {
             let translated = translate(src).unwrap_or_else(|e| panic!("{src}: {e}"));
             let utf = Regex::utf(&translated).unwrap();
-            let bytes = Regex::new(&translated).unwrap();
+            let bytes = Regex::pcre(&translated).unwrap();
+            let best = Regex::new(&translated).unwrap();
             assert!(bytes.class_bytes(), "{src}: not in byte mode");
+            assert!(n >= 7 || best.dfa(), "{src}: no DFA");
             for text in texts() {
-                let (mut a, mut b) = (Vec::new(), Vec::new());
-                utf.for_each_match(&text, |s, e| a.push((s, e))).unwrap();
-                bytes.for_each_match(&text, |s, e| b.push((s, e))).unwrap();
-                if a != b {
-                    let at = a.iter().zip(&b).position(|(x, y)| x != y).unwrap_or(0);
-                    panic!(
-                        "{src}: first difference at match {at}: utf {:?}, bytes {:?}",
-                        a.get(at),
-                        b.get(at)
-                    );
+                let mut want = Vec::new();
+                utf.for_each_match(&text, |s, e| want.push((s, e))).unwrap();
+                for (engine, re) in [("pcre2 bytes", &bytes), ("best", &best)] {
+                    let mut got = Vec::new();
+                    re.for_each_match(&text, |s, e| got.push((s, e))).unwrap();
+                    if got != want {
+                        let at = got.iter().zip(&want).position(|(x, y)| x != y).unwrap_or(0);
+                        panic!(
+                            "{src} ({engine}): first difference at match {at}: utf {:?}, got {:?}",
+                            want.get(at),
+                            got.get(at)
+                        );
+                    }
                 }
             }
         }

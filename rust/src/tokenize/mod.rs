@@ -11,6 +11,7 @@ pub mod bytesmap;
 pub mod cache_cap;
 pub mod charclass;
 mod class_bytes;
+mod class_dfa;
 mod config;
 pub mod decode;
 pub mod encoding;

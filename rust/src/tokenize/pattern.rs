@@ -104,6 +104,7 @@ impl Pattern {
                 "hand-written cl100k (qwen2 digits)".into()
             }
             Self::Known(..) => "hand-written cl100k".into(),
+            Self::Pcre(re, ..) if re.dfa() => "dfa, class bytes".into(),
             Self::Pcre(re, ..) if re.jit() && re.class_bytes() => "pcre2-jit, class bytes".into(),
             Self::Pcre(re, ..) if re.jit() => "pcre2-jit".into(),
             Self::Pcre(..) => "pcre2".into(),
@@ -131,6 +132,9 @@ impl Pattern {
     pub fn for_each_match(&self, inside: &str, mut f: impl FnMut(usize, usize)) {
         match self {
             Self::Pcre(re, onig, _) => {
+                if re.dfa_matches(inside, &mut f) {
+                    return;
+                }
                 // Matches go to a buffer first only when they could be taken back: a text
                 // whose match fails part-way is matched again by Oniguruma. The thread's
                 // buffer (a nested call finds it taken and starts its own).

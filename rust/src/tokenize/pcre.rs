@@ -14,6 +14,7 @@ use std::cell::RefCell;
 use std::ptr::NonNull;
 
 use super::class_bytes::{ClassBytes, Offsets};
+use super::class_dfa::ClassDfa;
 
 /// The JIT stack a thread's matches may grow to (PCRE2's default is 32 KiB on the machine
 /// stack; a long run of a look-ahead alternative can need more). Allocated as it is used.
@@ -31,6 +32,8 @@ pub struct Regex {
     /// When set, the codes are the pattern's byte-mode form, run on text transcoded to one
     /// byte per char (see `class_bytes`); UTF mode otherwise.
     classes: Option<ClassBytes>,
+    /// The pattern's DFA, which runs it instead of PCRE2 where it has one (`class_dfa`).
+    dfa: Option<ClassDfa>,
     /// The translated pattern, for `describe` and errors.
     pub translated: String,
 }
@@ -137,7 +140,14 @@ impl Regex {
     /// Compiles a PCRE2 pattern (already translated) with Oniguruma's line anchors: in byte
     /// mode on class bytes where its classes allow it, in UTF mode otherwise.
     pub fn new(pattern: &str) -> Result<Self, String> {
-        if let Ok(classes) = ClassBytes::new(pattern) {
+        let mut re = Self::pcre(pattern)?;
+        re.dfa = ClassDfa::new(pattern).ok();
+        Ok(re)
+    }
+
+    /// `new` without the DFA.
+    pub fn pcre(pattern: &str) -> Result<Self, String> {
+        if let Ok(classes) = ClassBytes::pcre(pattern) {
             if let Ok(mut re) = Self::compiled(&classes.pattern, false) {
                 re.classes = Some(classes);
                 pattern.clone_into(&mut re.translated);
@@ -182,6 +192,7 @@ impl Regex {
             jit,
             runs,
             classes: None,
+            dfa: None,
             translated: pattern.to_owned(),
         })
     }
@@ -189,6 +200,23 @@ impl Regex {
     /// Whether the pattern runs on class bytes (byte mode) rather than in UTF mode.
     pub fn class_bytes(&self) -> bool {
         self.classes.is_some()
+    }
+
+    /// Whether the pattern runs as a DFA over class bytes.
+    pub fn dfa(&self) -> bool {
+        self.dfa.is_some()
+    }
+
+    /// Calls `f(start, end)` for every match, as `for_each_match`, if the pattern runs as a
+    /// DFA (a search that cannot fail part-way, so callers need not buffer the matches), and
+    /// says whether it did.
+    #[inline]
+    pub fn dfa_matches(&self, text: &str, f: &mut impl FnMut(usize, usize)) -> bool {
+        let Some(dfa) = &self.dfa else {
+            return false;
+        };
+        dfa.for_each_match(text, f);
+        true
     }
 
     /// Whether the pattern runs as JIT code (PCRE2's interpreter otherwise).
@@ -204,6 +232,9 @@ impl Regex {
         text: &str,
         mut f: impl FnMut(usize, usize),
     ) -> Result<(), MatchError> {
+        if self.dfa_matches(text, &mut f) {
+            return Ok(());
+        }
         with_scratch(|s| match &self.classes {
             None => self.matches(s, text.as_bytes(), Some(text), &mut f),
             // An ASCII text is its own transcoding.
