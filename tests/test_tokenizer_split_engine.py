@@ -331,8 +331,8 @@ def test_describe_names_the_engine() -> None:
         return str(item["engine"])
 
     names = {e["name"]: e["pattern"] for e in PATTERNS}
-    assert engine(names["o200k (GPT-4o, gpt-oss)"]) == "pcre2-jit, class bytes"
-    assert engine(names["Tekken (Mistral Nemo, Pixtral)"]) == "pcre2-jit, class bytes"
+    assert engine(names["o200k (GPT-4o, gpt-oss)"]) == "dfa, class bytes"
+    assert engine(names["Tekken (Mistral Nemo, Pixtral)"]) == "dfa, class bytes"
     assert engine(names["gpt2"]) == "hand-written gpt2"
     assert engine(names["cl100k / Llama-3 / GLM-4 / OLMo-2 (HF tokenizer.json)"]) == "hand-written cl100k"
     for fallback in ("lookbehind (onig fallback)", "backreference (onig fallback)"):
@@ -352,7 +352,7 @@ def test_o200k_file_matches_tiktoken_and_tokenizers() -> None:
     if path is None:
         pytest.skip("o200k_base.tiktoken is not here: install quicktok-v1 or set FASTPREP_O200K_TIKTOKEN")
     fp = fastprep.Tokenizer.from_tiktoken(path, pattern=o200k.O200K_PATTERN, special_tokens=o200k.O200K_SPECIAL_TOKENS)
-    assert fp.describe()["pre_tokenizers"][0]["engine"] == "pcre2-jit, class bytes"
+    assert fp.describe()["pre_tokenizers"][0]["engine"] == "dfa, class bytes"
     assert fp.describe()["encode_path"] == "fused, regex split"
     hf = tokenizers.Tokenizer.from_str(fp.to_str())
     tt = o200k.tiktoken_o200k()

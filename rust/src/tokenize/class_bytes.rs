@@ -706,6 +706,7 @@ mod tests {
         r"(?i:[a-z]+|[^k])|\d+|\p{Han}+|\p{Greek}+|.|^\s|\s$",
         r"(?i:[^s]+)|\h+|\x{1F600}|\u00e9+",
         r"\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|(?>a|ab)c|x(?=y)|\Ay|z\z",
+        r"\s+$|\p{L}+(?!\s)|\p{N}|.",
     ];
 
     /// Every Unicode scalar value, one after another, then text with each kind of boundary.

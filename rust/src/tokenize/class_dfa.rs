@@ -46,9 +46,11 @@ impl ClassDfa {
     /// The DFA of a translated pattern (from `onig_to_pcre::translate`), or why there is none.
     pub fn new(translated: &str) -> Result<Self, String> {
         let (classes, remap) = ClassBytes::dfa(translated)?;
+        // Multi-line: `$` is a line end, as in PCRE2's MULTILINE (Oniguruma's reading).
         let hir = regex_syntax::ParserBuilder::new()
             .unicode(false)
             .utf8(false)
+            .multi_line(true)
             .build()
             .parse(&classes.pattern)
             .map_err(|e| e.to_string())?;
@@ -64,7 +66,12 @@ impl ClassDfa {
                     .dfa_size_limit(Some(DFA_SIZE_LIMIT))
                     .determinize_size_limit(Some(2 * DFA_SIZE_LIMIT)),
             )
-            .syntax(syntax::Config::new().unicode(false).utf8(false))
+            .syntax(
+                syntax::Config::new()
+                    .unicode(false)
+                    .utf8(false)
+                    .multi_line(true),
+            )
             .thompson(thompson::Config::new().utf8(false))
             .build(&classes.pattern)
             .map_err(|e| e.to_string())?;
@@ -138,13 +145,11 @@ impl ClassDfa {
         })
     }
 
-    /// The DFA byte class of the char at `i` of `text` (a char boundary), and its length.
+    /// The DFA byte class of the non-ASCII char at `i` of `text` (a char boundary), and its
+    /// length.
     #[inline]
-    fn class_at(&self, text: &[u8], i: usize) -> (usize, usize) {
+    fn class_of_char(&self, text: &[u8], i: usize) -> (usize, usize) {
         let b = text[i];
-        if b < 0x80 {
-            return (usize::from(self.class[usize::from(b)]), 1);
-        }
         // A lead byte of valid UTF-8 (a &str): its length, then its code point.
         let len = if b >= 0xF0 {
             4
@@ -192,9 +197,16 @@ impl ClassDfa {
         let mut s = self.start(text, at);
         let mut end = None;
         let mut i = at;
-        while i < text.len() {
-            let (class, len) = self.class_at(text, i);
-            s = self.next[s as usize + class];
+        while let Some(&b) = text.get(i) {
+            let (class, len) = if b < 0x80 {
+                (usize::from(self.class[usize::from(b)]), 1)
+            } else {
+                self.class_of_char(text, i)
+            };
+            debug_assert!(s as usize + class < self.next.len());
+            // SAFETY: every state is a row's start (a multiple of `stride` below the table's
+            // length: `new` makes them so) and `class < stride` (the DFA's alphabet).
+            s = unsafe { *self.next.get_unchecked(s as usize + class) };
             if s < self.special {
                 // Entered one char after the match's end: the match ends at this char.
                 if s == 0 {
