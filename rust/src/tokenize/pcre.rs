@@ -20,7 +20,21 @@ use super::class_dfa::ClassDfa;
 /// stack; a long run of a look-ahead alternative can need more). Allocated as it is used.
 const JIT_STACK_MAX: usize = 4 << 20;
 
+/// A translated Split pattern, on the fastest engine that runs it exactly.
 pub struct Regex {
+    engine: Engine,
+    /// The translated pattern, for `describe` and errors.
+    pub translated: String,
+}
+
+enum Engine {
+    /// The pattern's DFA over class bytes (`class_dfa`), where it has one.
+    Dfa(Box<ClassDfa>),
+    Pcre(Pcre),
+}
+
+/// A pattern compiled by PCRE2.
+struct Pcre {
     code: NonNull<ffi::pcre2_code_8>,
     jit: bool,
     /// `(?:(?>P)(?C1))+` for a pattern P that never matches empty: one call finds a whole run
@@ -32,18 +46,14 @@ pub struct Regex {
     /// When set, the codes are the pattern's byte-mode form, run on text transcoded to one
     /// byte per char (see `class_bytes`); UTF mode otherwise.
     classes: Option<ClassBytes>,
-    /// The pattern's DFA, which runs it instead of PCRE2 where it has one (`class_dfa`).
-    dfa: Option<ClassDfa>,
-    /// The translated pattern, for `describe` and errors.
-    pub translated: String,
 }
 
 // SAFETY: a compiled pattern is never written after `new`; PCRE2 (pcre2api, "Multithreading")
 // allows one compiled pattern to be used by several threads at once, each with its own match data.
-unsafe impl Send for Regex {}
-unsafe impl Sync for Regex {}
+unsafe impl Send for Pcre {}
+unsafe impl Sync for Pcre {}
 
-impl Drop for Regex {
+impl Drop for Pcre {
     fn drop(&mut self) {
         // SAFETY: `code` and `runs` came from pcre2_compile and are freed once, here.
         unsafe {
@@ -137,31 +147,86 @@ fn error_message(code: i32) -> String {
 }
 
 impl Regex {
-    /// Compiles a PCRE2 pattern (already translated) with Oniguruma's line anchors: in byte
-    /// mode on class bytes where its classes allow it, in UTF mode otherwise.
+    /// The engine for a translated pattern: its DFA where it has one, else PCRE2 (see `pcre`).
     pub fn new(pattern: &str) -> Result<Self, String> {
-        let mut re = Self::pcre(pattern)?;
-        re.dfa = ClassDfa::new(pattern).ok();
-        Ok(re)
+        match ClassDfa::new(pattern) {
+            Ok(dfa) => Ok(Self {
+                engine: Engine::Dfa(Box::new(dfa)),
+                translated: pattern.to_owned(),
+            }),
+            Err(_) => Self::pcre(pattern),
+        }
     }
 
-    /// `new` without the DFA.
+    /// PCRE2 with Oniguruma's line anchors: in byte mode on class bytes where the pattern's
+    /// classes allow it, in UTF mode otherwise.
     pub fn pcre(pattern: &str) -> Result<Self, String> {
         if let Ok(classes) = ClassBytes::pcre(pattern) {
-            if let Ok(mut re) = Self::compiled(&classes.pattern, false) {
-                re.classes = Some(classes);
-                pattern.clone_into(&mut re.translated);
-                return Ok(re);
+            if let Ok(mut p) = Pcre::compiled(&classes.pattern, false) {
+                p.classes = Some(classes);
+                return Ok(Self {
+                    engine: Engine::Pcre(p),
+                    translated: pattern.to_owned(),
+                });
             }
         }
         Self::utf(pattern)
     }
 
-    /// Compiles a PCRE2 pattern (already translated) in UTF mode.
+    /// PCRE2 in UTF mode.
     pub fn utf(pattern: &str) -> Result<Self, String> {
-        Self::compiled(pattern, true)
+        Ok(Self {
+            engine: Engine::Pcre(Pcre::compiled(pattern, true)?),
+            translated: pattern.to_owned(),
+        })
     }
 
+    /// Whether the pattern runs on PCRE2 in byte mode on class bytes.
+    pub fn class_bytes(&self) -> bool {
+        matches!(&self.engine, Engine::Pcre(p) if p.classes.is_some())
+    }
+
+    /// Whether the pattern runs as a DFA over class bytes.
+    pub fn dfa(&self) -> bool {
+        matches!(self.engine, Engine::Dfa(_))
+    }
+
+    /// Whether the pattern runs as PCRE2's JIT code (its interpreter otherwise, or a DFA).
+    pub fn jit(&self) -> bool {
+        matches!(&self.engine, Engine::Pcre(p) if p.jit)
+    }
+
+    /// Calls `f(start, end)` for every match, as `for_each_match`, if the pattern runs as a
+    /// DFA (a search that cannot fail part-way, so callers need not buffer the matches), and
+    /// says whether it did.
+    #[inline]
+    pub fn dfa_matches(&self, text: &str, f: &mut impl FnMut(usize, usize)) -> bool {
+        let Engine::Dfa(dfa) = &self.engine else {
+            return false;
+        };
+        dfa.for_each_match(text, f);
+        true
+    }
+
+    /// Calls `f(start, end)` for every match, as the onig crate's `find_iter` finds them (what
+    /// HF tokenizers uses): each search starts where the last match ended, and an empty match
+    /// right where the last one ended is skipped by moving one char on.
+    pub fn for_each_match(
+        &self,
+        text: &str,
+        mut f: impl FnMut(usize, usize),
+    ) -> Result<(), MatchError> {
+        match &self.engine {
+            Engine::Dfa(dfa) => {
+                dfa.for_each_match(text, &mut f);
+                Ok(())
+            }
+            Engine::Pcre(p) => p.for_each_match(text, f),
+        }
+    }
+}
+
+impl Pcre {
     fn compiled(pattern: &str, utf: bool) -> Result<Self, String> {
         let code = compile(pattern, utf)?;
         let jit = jit_compile(code);
@@ -192,49 +257,14 @@ impl Regex {
             jit,
             runs,
             classes: None,
-            dfa: None,
-            translated: pattern.to_owned(),
         })
     }
 
-    /// Whether the pattern runs on class bytes (byte mode) rather than in UTF mode.
-    pub fn class_bytes(&self) -> bool {
-        self.classes.is_some()
-    }
-
-    /// Whether the pattern runs as a DFA over class bytes.
-    pub fn dfa(&self) -> bool {
-        self.dfa.is_some()
-    }
-
-    /// Calls `f(start, end)` for every match, as `for_each_match`, if the pattern runs as a
-    /// DFA (a search that cannot fail part-way, so callers need not buffer the matches), and
-    /// says whether it did.
-    #[inline]
-    pub fn dfa_matches(&self, text: &str, f: &mut impl FnMut(usize, usize)) -> bool {
-        let Some(dfa) = &self.dfa else {
-            return false;
-        };
-        dfa.for_each_match(text, f);
-        true
-    }
-
-    /// Whether the pattern runs as JIT code (PCRE2's interpreter otherwise).
-    pub fn jit(&self) -> bool {
-        self.jit
-    }
-
-    /// Calls `f(start, end)` for every match, as the onig crate's `find_iter` finds them (what
-    /// HF tokenizers uses): each search starts where the last match ended, and an empty match
-    /// right where the last one ended is skipped by moving one char on.
-    pub fn for_each_match(
+    fn for_each_match(
         &self,
         text: &str,
         mut f: impl FnMut(usize, usize),
     ) -> Result<(), MatchError> {
-        if self.dfa_matches(text, &mut f) {
-            return Ok(());
-        }
         with_scratch(|s| match &self.classes {
             None => self.matches(s, text.as_bytes(), Some(text), &mut f),
             // An ASCII text is its own transcoding.
@@ -485,31 +515,37 @@ mod tests {
         onig::Regex::new(src).unwrap().find_iter(text).collect()
     }
 
-    fn pcre_matches(src: &str, text: &str) -> Vec<(usize, usize)> {
-        let re = Regex::new(&super::super::onig_to_pcre::translate(src).unwrap()).unwrap();
-        let mut out = Vec::new();
-        re.for_each_match(text, |s, e| out.push((s, e))).unwrap();
-        out
+    /// The matches of each engine: the best (a DFA where there is one), PCRE2 on class
+    /// bytes, PCRE2 in UTF mode.
+    fn engines_matches(src: &str, text: &str) -> [Vec<(usize, usize)>; 3] {
+        let translated = super::super::onig_to_pcre::translate(src).unwrap();
+        [Regex::new, Regex::pcre, Regex::utf].map(|make| {
+            let mut out = Vec::new();
+            make(&translated)
+                .unwrap()
+                .for_each_match(text, |s, e| out.push((s, e)))
+                .unwrap();
+            out
+        })
     }
 
     #[test]
     fn empty_matches_follow_onig() {
         for src in [
-            "", "a*", "x?", r"\s*", "(?=b)", "a|(?=b)", "a|(?=c)", "$", "^",
+            "", "a*", "x?", r"\s*", "(?=b)", "a|(?=b)", "a|(?=c)", "$", "^", r"\s+$|a",
         ] {
             for text in ["", "abc", "aabac", "ba b\n", "é\nb", "\n\n"] {
-                assert_eq!(
-                    pcre_matches(src, text),
-                    onig_matches(src, text),
-                    "{src:?} on {text:?}"
-                );
+                let want = onig_matches(src, text);
+                for got in engines_matches(src, text) {
+                    assert_eq!(got, want, "{src:?} on {text:?}");
+                }
             }
         }
     }
 
     #[test]
     fn jit_is_available() {
-        assert!(Regex::new("a+").unwrap().jit());
+        assert!(Regex::pcre("a+").unwrap().jit());
     }
 }
 
