@@ -81,9 +81,9 @@ impl ClassBytes {
     /// quantifiers, `^` (PCRE2 reads it differently after a final newline), `\Z`, and a
     /// repeat of what can match empty (where a DFA and a backtracker may part ways).
     ///
-    /// The text is still transcoded as for PCRE2 (ASCII kept, other chars to bytes 128..=255,
-    /// one per distinct DFA byte): the second value maps those bytes to the DFA's, for the
-    /// DFA's table to be read by them.
+    /// The class bytes stay those of the PCRE2 form (ASCII chars themselves, other chars bytes
+    /// 128..=255 by `atom`, one per distinct DFA byte): the second value maps them to the DFA's
+    /// bytes, for the walker's table to be read by them.
     pub fn dfa(translated: &str) -> Result<(Self, [u8; 256]), String> {
         let (parts, mut sets) = classes(translated)?;
         // The look-ahead class, and the parts with each `(?!C)` made `\b{end-half}`.

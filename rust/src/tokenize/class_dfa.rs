@@ -4,7 +4,7 @@
 //!
 //! Why: PCRE2 backtracks through the pattern's alternatives at every match and pays a call (or
 //! a callout) per match; the o200k split on PCRE2's byte mode still took ~45% of the encode.
-//! A DFA reads each byte once, with one table lookup, whatever the alternatives. Leftmost-first
+//! A DFA reads each char once, with one table lookup, whatever the alternatives. Leftmost-first
 //! matching (regex-automata's `MatchKind::LeftmostFirst`) gives the match a backtracking
 //! engine gives, for patterns without look-around, atomic groups or repeats of what can match
 //! empty (`ClassBytes::dfa` refuses those, and the pattern stays on PCRE2); each search is
@@ -23,20 +23,21 @@ const DFA_SIZE_LIMIT: usize = 4 << 20;
 
 pub struct ClassDfa {
     pub classes: ClassBytes,
-    /// `next[s + class[b]]`: the state after state `s` (its index times `stride`) reads byte
-    /// `b` of the transcoded text. States are numbered dead (0), then those entered right after
-    /// a match (a DFA reports a match one byte late), then the rest: one comparison a byte
-    /// tells the common case. (regex-automata's own `next_state` and state tests compiled to
-    /// ~3 ns a byte here, its limits spilled to the stack; this loop is a lookup and a compare.)
+    /// `next[s + class[b]]`: the state after state `s` (its index times `stride`) reads a char
+    /// of class byte `b` (an ASCII char itself, another its `ClassBytes::atom`). States are
+    /// numbered dead (0), then those entered right after a match (a DFA reports a match one
+    /// char late), then the rest: one comparison a char tells the common case.
+    /// (regex-automata's own `next_state` and state tests compiled to ~3 ns a byte here, its
+    /// limits spilled to the stack; this loop is a lookup and a compare.)
     next: Box<[u32]>,
-    /// The DFA's byte class of each transcoded byte.
+    /// The DFA's byte class of each class byte.
     class: [u8; 256],
     stride: usize,
     /// `next` values below this are dead or match states.
     special: u32,
     /// Whether the text's end, read in state `s / stride`, ends a match there.
     eoi_match: Box<[bool]>,
-    /// The anchored start state after each transcoded byte, and at the text's start (256).
+    /// The anchored start state after a char of each class byte, and at the text's start (256).
     starts: Box<[u32]>,
     /// The start state, when it does not depend on the char before (no look-behind).
     one_start: Option<u32>,
@@ -86,7 +87,7 @@ impl ClassDfa {
                 .map_err(|e| e.to_string())
             })
             .collect::<Result<Vec<StateID>, _>>()?;
-        // Every state reachable from a start state, by the bytes a transcoded text holds.
+        // Every state reachable from a start state, by the class bytes a text can hold.
         let mut seen: Vec<StateID> = Vec::new();
         let mut found: std::collections::HashSet<StateID> = std::collections::HashSet::new();
         let mut todo: Vec<StateID> = start_ids.clone();
