@@ -35,6 +35,10 @@ pub struct ClassDfa {
     stride: usize,
     /// `next` values below this are dead or match states.
     special: u32,
+    /// `next` values below this are dead, or match states no char can extend (every char leads
+    /// to the dead state, the text's end to no match): the search ends there without reading
+    /// the next char, which saves a step and the mispredicted exit it took after most matches.
+    finals: u32,
     /// Whether the text's end, read in state `s / stride`, ends a match there.
     eoi_match: Box<[bool]>,
     /// The anchored start state after a char of each class byte, and at the text's start (256).
@@ -103,7 +107,14 @@ impl ClassDfa {
         }
         // Index 0 is the dead state (reachable or not), then the match states.
         seen.retain(|&id| !dfa.is_dead_state(id));
-        seen.sort_by_key(|&id| !dfa.is_match_state(id));
+        let is_final = |id: StateID| {
+            dfa.is_match_state(id)
+                && remap
+                    .iter()
+                    .all(|&b| dfa.is_dead_state(dfa.next_state(id, b)))
+                && !dfa.is_match_state(dfa.next_eoi_state(id))
+        };
+        seen.sort_by_key(|&id| (!is_final(id), !dfa.is_match_state(id)));
         let numbers: std::collections::HashMap<StateID, usize> = seen
             .iter()
             .enumerate()
@@ -123,6 +134,7 @@ impl ClassDfa {
             }
         }
         let special = (1 + seen.iter().filter(|&&id| dfa.is_match_state(id)).count()) * stride;
+        let finals = (1 + seen.iter().filter(|&&id| is_final(id)).count()) * stride;
         let eoi_match = std::iter::once(false)
             .chain(
                 seen.iter()
@@ -140,6 +152,7 @@ impl ClassDfa {
             class,
             stride,
             special: special as u32,
+            finals: finals as u32,
             eoi_match,
             starts,
             one_start,
@@ -210,8 +223,8 @@ impl ClassDfa {
             s = unsafe { *self.next.get_unchecked(s as usize + class) };
             if s < self.special {
                 // Entered one char after the match's end: the match ends at this char.
-                if s == 0 {
-                    return end;
+                if s < self.finals {
+                    return if s == 0 { end } else { Some(i) };
                 }
                 end = Some(i);
             }
