@@ -51,35 +51,7 @@ impl ClassDfa {
     /// The DFA of a translated pattern (from `onig_to_pcre::translate`), or why there is none.
     pub fn new(translated: &str) -> Result<Self, String> {
         let (classes, remap) = ClassBytes::dfa(translated)?;
-        // Multi-line: `$` is a line end, as in PCRE2's MULTILINE (Oniguruma's reading).
-        let hir = regex_syntax::ParserBuilder::new()
-            .unicode(false)
-            .utf8(false)
-            .multi_line(true)
-            .build()
-            .parse(&classes.pattern)
-            .map_err(|e| e.to_string())?;
-        if repeats_empty(&hir) {
-            return Err("a repeat of what can match empty".into());
-        }
-        let dfa = dense::Builder::new()
-            .configure(
-                dense::Config::new()
-                    .match_kind(MatchKind::LeftmostFirst)
-                    .start_kind(StartKind::Anchored)
-                    .accelerate(false)
-                    .dfa_size_limit(Some(DFA_SIZE_LIMIT))
-                    .determinize_size_limit(Some(2 * DFA_SIZE_LIMIT)),
-            )
-            .syntax(
-                syntax::Config::new()
-                    .unicode(false)
-                    .utf8(false)
-                    .multi_line(true),
-            )
-            .thompson(thompson::Config::new().utf8(false))
-            .build(&classes.pattern)
-            .map_err(|e| e.to_string())?;
+        let dfa = leftmost_first_dfa(&classes.pattern)?;
         let start_ids = (0..=256usize)
             .map(|b| {
                 let behind = u8::try_from(b).ok().map(|b| remap[usize::from(b)]);
@@ -267,6 +239,40 @@ impl ClassDfa {
             last_end = Some(end);
         }
     }
+}
+
+/// regex-automata's leftmost-first DFA of a class-byte pattern (bytes, no Unicode), anchored
+/// searches only, or why there is none.
+fn leftmost_first_dfa(pattern: &str) -> Result<dense::DFA<Vec<u32>>, String> {
+    // Multi-line: `$` is a line end, as in PCRE2's MULTILINE (Oniguruma's reading).
+    let hir = regex_syntax::ParserBuilder::new()
+        .unicode(false)
+        .utf8(false)
+        .multi_line(true)
+        .build()
+        .parse(pattern)
+        .map_err(|e| e.to_string())?;
+    if repeats_empty(&hir) {
+        return Err("a repeat of what can match empty".into());
+    }
+    dense::Builder::new()
+        .configure(
+            dense::Config::new()
+                .match_kind(MatchKind::LeftmostFirst)
+                .start_kind(StartKind::Anchored)
+                .accelerate(false)
+                .dfa_size_limit(Some(DFA_SIZE_LIMIT))
+                .determinize_size_limit(Some(2 * DFA_SIZE_LIMIT)),
+        )
+        .syntax(
+            syntax::Config::new()
+                .unicode(false)
+                .utf8(false)
+                .multi_line(true),
+        )
+        .thompson(thompson::Config::new().utf8(false))
+        .build(pattern)
+        .map_err(|e| e.to_string())
 }
 
 /// Whether `hir` repeats (more than once) something that can match empty.
