@@ -18,7 +18,8 @@ use regex_automata::{Anchored, MatchKind};
 
 use super::class_bytes::ClassBytes;
 
-/// The most memory a pattern's DFA may take (o200k's takes ~50 KiB); past it, PCRE2 runs it.
+/// The most memory a pattern's DFA may take (o200k's: 11 KiB, 43 states of 39 byte classes,
+/// copied into a 7 KiB table); past it, PCRE2 runs the pattern.
 const DFA_SIZE_LIMIT: usize = 4 << 20;
 
 pub struct ClassDfa {
