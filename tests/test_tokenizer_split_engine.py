@@ -290,6 +290,40 @@ def test_fused_byte_level_bpe(bpe_json: dict[str, Any], name: str) -> None:
     assert fp.count_tokens(docs) == [len(hf.encode(d, add_special_tokens=False).ids) for d in docs]
 
 
+def _fused_sequence(bpe_json: dict[str, Any], patterns: list[str]) -> str:
+    js = dict(bpe_json)
+    js["pre_tokenizer"] = {
+        "type": "Sequence",
+        "pretokenizers": [
+            *(_split(p, "Isolated", False) for p in patterns),
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
+        ],
+    }
+    return json.dumps(js)
+
+
+def test_fused_sequence_of_splits(bpe_json: dict[str, Any]) -> None:
+    """DeepSeek-V3's three Isolated Splits + ByteLevel run the fused ids loop, each Split
+    splitting the pieces of the one before: ids equal tokenizers'."""
+    names = {e["name"]: e["pattern"] for e in PATTERNS}
+    s = _fused_sequence(bpe_json, [names[f"DeepSeek-V3 split {i}"] for i in (1, 2, 3)])
+    hf, fp = tokenizers.Tokenizer.from_str(s), fastprep.Tokenizer.from_str(s)
+    assert fp.describe()["encode_path"] == "fused, regex split"
+    docs = [*data.corpus_documents(200000)[:300], TRICKY, " ".join(WORDS + DIGITS + EMOJI + APOSTROPHES)]
+    for d in docs:
+        assert fp.encode(d, add_special_tokens=False).ids == hf.encode(d, add_special_tokens=False).ids, d[:80]
+    assert fp.count_tokens(docs) == [len(hf.encode(d, add_special_tokens=False).ids) for d in docs]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=TEXT, picked=st.lists(st.sampled_from(REAL), min_size=2, max_size=3))
+def test_hyp_fused_sequences(bpe_json: dict[str, Any], text: str, picked: list[dict[str, Any]]) -> None:
+    """Random Sequences of collected patterns (Isolated) + ByteLevel + BPE: the fused ids loop
+    gives tokenizers' ids."""
+    hf, fp = _pair(_fused_sequence(bpe_json, [e["pattern"] for e in picked]))
+    assert fp.encode(text, add_special_tokens=False).ids == hf.encode(text, add_special_tokens=False).ids
+
+
 def test_describe_names_the_engine() -> None:
     def engine(pattern: str) -> str:
         fp = fastprep.Tokenizer.from_str(_json(_split(pattern, "Isolated", False)))
@@ -297,8 +331,8 @@ def test_describe_names_the_engine() -> None:
         return str(item["engine"])
 
     names = {e["name"]: e["pattern"] for e in PATTERNS}
-    assert engine(names["o200k (GPT-4o, gpt-oss)"]) == "pcre2-jit"
-    assert engine(names["Tekken (Mistral Nemo, Pixtral)"]) == "pcre2-jit"
+    assert engine(names["o200k (GPT-4o, gpt-oss)"]) == "dfa, class bytes"
+    assert engine(names["Tekken (Mistral Nemo, Pixtral)"]) == "dfa, class bytes"
     assert engine(names["gpt2"]) == "hand-written gpt2"
     assert engine(names["cl100k / Llama-3 / GLM-4 / OLMo-2 (HF tokenizer.json)"]) == "hand-written cl100k"
     for fallback in ("lookbehind (onig fallback)", "backreference (onig fallback)"):
@@ -318,7 +352,7 @@ def test_o200k_file_matches_tiktoken_and_tokenizers() -> None:
     if path is None:
         pytest.skip("o200k_base.tiktoken is not here: install quicktok-v1 or set FASTPREP_O200K_TIKTOKEN")
     fp = fastprep.Tokenizer.from_tiktoken(path, pattern=o200k.O200K_PATTERN, special_tokens=o200k.O200K_SPECIAL_TOKENS)
-    assert fp.describe()["pre_tokenizers"][0]["engine"] == "pcre2-jit"
+    assert fp.describe()["pre_tokenizers"][0]["engine"] == "dfa, class bytes"
     assert fp.describe()["encode_path"] == "fused, regex split"
     hf = tokenizers.Tokenizer.from_str(fp.to_str())
     tt = o200k.tiktoken_o200k()

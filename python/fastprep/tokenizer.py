@@ -184,8 +184,11 @@ class Tokenizer:
     def describe(self) -> dict[str, Any]:
         """How this tokenizer runs: the encode loop and, for each pre-tokenizer, its engine.
 
-        Engines: "hand-written cl100k" / "hand-written gpt2" (tuned matchers), "pcre2-jit"
-        (any other regex that translates exactly), "onig fallback (<why>)" (Oniguruma itself).
+        Engines: "hand-written cl100k" / "hand-written gpt2" (tuned matchers), "dfa, class bytes"
+        (any other regex that translates exactly and has a DFA form), "pcre2-jit, class bytes"
+        (PCRE2's JIT, the classes run as one byte per char), "pcre2-jit" (the same in UTF mode,
+        where the classes cut Unicode into more than 128 parts), "onig fallback (<why>)"
+        (Oniguruma itself).
 
         >>> Tokenizer.from_tiktoken("cl100k_base.tiktoken").describe()["pre_tokenizers"][0]["engine"]
         'hand-written cl100k'

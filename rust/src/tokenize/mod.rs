@@ -10,6 +10,8 @@ pub mod bytelevel;
 pub mod bytesmap;
 pub mod cache_cap;
 pub mod charclass;
+mod class_bytes;
+mod class_dfa;
 mod config;
 pub mod decode;
 pub mod encoding;
@@ -525,12 +527,15 @@ impl Tokenizer {
         }
     }
 
-    /// The regex split and byte-level BPE of a tokenizer whose pre-tokenizer is one Isolated
-    /// regex Split (on PCRE2 or Oniguruma) and the plain byte-level step (o200k, Tekken and
-    /// most byte-level files): the fused loop runs it as it runs the known patterns.
-    fn fused_pattern(&self) -> Option<(&pattern::Pattern, &bpe::Bpe)> {
+    /// The regex splits and byte-level BPE of a tokenizer whose pre-tokenizer is Isolated
+    /// regex Splits (on PCRE2 or Oniguruma) and the plain byte-level step (o200k, Tekken,
+    /// DeepSeek and most byte-level files): the fused loop runs them as it runs the known
+    /// patterns.
+    fn fused_pattern(&self) -> Option<(RegexSplits<'_>, &bpe::Bpe)> {
         match (&self.normalizer, &self.pre_tokenizer, &self.model) {
-            (None, Some(pt), Model::Bpe(bpe)) => pt.plain_regex_split().map(|p| (p, bpe)),
+            (None, Some(pt), Model::Bpe(bpe)) => {
+                pt.plain_regex_splits().map(|s| (RegexSplits(s), bpe))
+            }
             _ => None,
         }
     }
@@ -937,6 +942,48 @@ impl PieceSplit for &pattern::Pattern {
         });
         if prev < text.len() {
             f(prev, text.len());
+        }
+    }
+}
+
+/// Isolated regex Splits (`PreTokenizer::plain_regex_splits`), each splitting the pieces of
+/// the one before, as HF's Sequence runs them.
+#[derive(Clone, Copy)]
+struct RegexSplits<'a>(&'a [pretokenize::PreTokenizer]);
+
+impl PieceSplit for RegexSplits<'_> {
+    #[inline]
+    fn pieces(self, text: &str, mut f: impl FnMut(usize, usize)) {
+        let Some((first, rest)) = self.0.split_first() else {
+            return;
+        };
+        let Some(re) = first.isolated_regex() else {
+            return;
+        };
+        if rest.is_empty() {
+            re.pieces(text, f);
+        } else {
+            re.pieces(text, |s, e| nested_pieces(rest, text, s, e, &mut f));
+        }
+    }
+}
+
+/// The pieces of `text[s..e]` by `splits` one after another, as offsets in `text`.
+fn nested_pieces(
+    splits: &[pretokenize::PreTokenizer],
+    text: &str,
+    s: usize,
+    e: usize,
+    f: &mut dyn FnMut(usize, usize),
+) {
+    match splits.split_first() {
+        None => f(s, e),
+        Some((first, rest)) => {
+            if let Some(re) = first.isolated_regex() {
+                re.pieces(&text[s..e], |a, b| {
+                    nested_pieces(rest, text, s + a, s + b, f);
+                });
+            }
         }
     }
 }

@@ -52,7 +52,7 @@ static WORD: std::sync::LazyLock<Vec<(u32, u32)>> = std::sync::LazyLock::new(|| 
 });
 
 /// Ranges of `ranges`' complement over the Unicode scalar values.
-fn complement(ranges: &[(u32, u32)]) -> Vec<(u32, u32)> {
+pub(super) fn complement(ranges: &[(u32, u32)]) -> Vec<(u32, u32)> {
     let mut out = Vec::new();
     let mut next = 0u32;
     for &(a, b) in ranges {

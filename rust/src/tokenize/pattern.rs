@@ -9,6 +9,15 @@ use std::sync::Arc;
 
 pub type Slices = Vec<((usize, usize), bool)>;
 
+thread_local! {
+    /// The buffer of a PCRE2 search's matches, kept between calls (one allocation, grown a
+    /// few times, per thread instead of per text).
+    static MATCHES: std::cell::Cell<Vec<(usize, usize)>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
+/// Most matches a kept buffer holds (1 MiB); a longer text's buffer is freed after its call.
+const MATCHES_KEPT: usize = 1 << 16;
+
 #[derive(Clone)]
 pub enum Pattern {
     /// An Oniguruma regex (Oniguruma syntax, as `onig::Regex::new` compiles it); the source is
@@ -95,6 +104,8 @@ impl Pattern {
                 "hand-written cl100k (qwen2 digits)".into()
             }
             Self::Known(..) => "hand-written cl100k".into(),
+            Self::Pcre(re, ..) if re.dfa() => "dfa, class bytes".into(),
+            Self::Pcre(re, ..) if re.jit() && re.class_bytes() => "pcre2-jit, class bytes".into(),
             Self::Pcre(re, ..) if re.jit() => "pcre2-jit".into(),
             Self::Pcre(..) => "pcre2".into(),
             Self::Onig(_, _, why) => format!("onig fallback ({why})"),
@@ -121,13 +132,21 @@ impl Pattern {
     pub fn for_each_match(&self, inside: &str, mut f: impl FnMut(usize, usize)) {
         match self {
             Self::Pcre(re, onig, _) => {
+                if re.dfa_matches(inside, &mut f) {
+                    return;
+                }
                 // Matches go to a buffer first only when they could be taken back: a text
-                // whose match fails part-way is matched again by Oniguruma.
-                let mut got = Vec::new();
+                // whose match fails part-way is matched again by Oniguruma. The thread's
+                // buffer (a nested call finds it taken and starts its own).
+                let mut got = MATCHES.take();
+                got.clear();
                 if re.for_each_match(inside, |s, e| got.push((s, e))).is_ok() {
-                    got.into_iter().for_each(|(s, e)| f(s, e));
+                    got.iter().for_each(|&(s, e)| f(s, e));
                 } else {
                     onig.find_iter(inside).for_each(|(s, e)| f(s, e));
+                }
+                if got.capacity() <= MATCHES_KEPT {
+                    MATCHES.set(got);
                 }
             }
             Self::Onig(re, ..) => re.find_iter(inside).for_each(|(s, e)| f(s, e)),

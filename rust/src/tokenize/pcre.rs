@@ -13,11 +13,28 @@ use pcre2_sys as ffi;
 use std::cell::RefCell;
 use std::ptr::NonNull;
 
+use super::class_bytes::{ClassBytes, Offsets};
+use super::class_dfa::ClassDfa;
+
 /// The JIT stack a thread's matches may grow to (PCRE2's default is 32 KiB on the machine
 /// stack; a long run of a look-ahead alternative can need more). Allocated as it is used.
 const JIT_STACK_MAX: usize = 4 << 20;
 
+/// A translated Split pattern, on the fastest engine that runs it exactly.
 pub struct Regex {
+    engine: Engine,
+    /// The translated pattern, for `describe` and errors.
+    pub translated: String,
+}
+
+enum Engine {
+    /// The pattern's DFA over class bytes (`class_dfa`), where it has one.
+    Dfa(Box<ClassDfa>),
+    Pcre(Pcre),
+}
+
+/// A pattern compiled by PCRE2.
+struct Pcre {
     code: NonNull<ffi::pcre2_code_8>,
     jit: bool,
     /// `(?:(?>P)(?C1))+` for a pattern P that never matches empty: one call finds a whole run
@@ -26,16 +43,17 @@ pub struct Regex {
     /// the last end finds first, and no later iteration can fail back into it (the pattern ends
     /// after the loop), so the ends are the matches `find_iter` gives.
     runs: Option<NonNull<ffi::pcre2_code_8>>,
-    /// The translated pattern, for `describe` and errors.
-    pub translated: String,
+    /// When set, the codes are the pattern's byte-mode form, run on text transcoded to one
+    /// byte per char (see `class_bytes`); UTF mode otherwise.
+    classes: Option<ClassBytes>,
 }
 
 // SAFETY: a compiled pattern is never written after `new`; PCRE2 (pcre2api, "Multithreading")
 // allows one compiled pattern to be used by several threads at once, each with its own match data.
-unsafe impl Send for Regex {}
-unsafe impl Sync for Regex {}
+unsafe impl Send for Pcre {}
+unsafe impl Sync for Pcre {}
 
-impl Drop for Regex {
+impl Drop for Pcre {
     fn drop(&mut self) {
         // SAFETY: `code` and `runs` came from pcre2_compile and are freed once, here.
         unsafe {
@@ -83,11 +101,13 @@ unsafe extern "C" fn record_end(block: *mut CalloutBlock, data: *mut std::ffi::c
     0
 }
 
-fn compile(pattern: &str) -> Result<NonNull<ffi::pcre2_code_8>, String> {
+fn compile(pattern: &str, utf: bool) -> Result<NonNull<ffi::pcre2_code_8>, String> {
     // MULTILINE: Oniguruma's `^` and `$` are line anchors (a `\n` before or after).
     // UCP leaves `\d`, `\s` and `\w` to the translator's explicit classes either way.
-    let options =
-        ffi::PCRE2_UTF | ffi::PCRE2_UCP | ffi::PCRE2_MULTILINE | ffi::PCRE2_NEVER_BACKSLASH_C;
+    let mut options = ffi::PCRE2_MULTILINE | ffi::PCRE2_NEVER_BACKSLASH_C;
+    if utf {
+        options |= ffi::PCRE2_UTF | ffi::PCRE2_UCP;
+    }
     let mut err: i32 = 0;
     let mut offset: usize = 0;
     // SAFETY: the pattern pointer and length are a live &str; the error out-params are
@@ -127,9 +147,88 @@ fn error_message(code: i32) -> String {
 }
 
 impl Regex {
-    /// Compiles a PCRE2 pattern (already translated) with UTF and Oniguruma's line anchors.
+    /// The engine for a translated pattern: its DFA where it has one, else PCRE2 (see `pcre`).
     pub fn new(pattern: &str) -> Result<Self, String> {
-        let code = compile(pattern)?;
+        match ClassDfa::new(pattern) {
+            Ok(dfa) => Ok(Self {
+                engine: Engine::Dfa(Box::new(dfa)),
+                translated: pattern.to_owned(),
+            }),
+            Err(_) => Self::pcre(pattern),
+        }
+    }
+
+    /// PCRE2 with Oniguruma's line anchors: in byte mode on class bytes where the pattern's
+    /// classes allow it, in UTF mode otherwise.
+    pub fn pcre(pattern: &str) -> Result<Self, String> {
+        if let Ok(classes) = ClassBytes::pcre(pattern) {
+            if let Ok(mut p) = Pcre::compiled(&classes.pattern, false) {
+                p.classes = Some(classes);
+                return Ok(Self {
+                    engine: Engine::Pcre(p),
+                    translated: pattern.to_owned(),
+                });
+            }
+        }
+        Self::utf(pattern)
+    }
+
+    /// PCRE2 in UTF mode.
+    pub fn utf(pattern: &str) -> Result<Self, String> {
+        Ok(Self {
+            engine: Engine::Pcre(Pcre::compiled(pattern, true)?),
+            translated: pattern.to_owned(),
+        })
+    }
+
+    /// Whether the pattern runs on PCRE2 in byte mode on class bytes.
+    pub fn class_bytes(&self) -> bool {
+        matches!(&self.engine, Engine::Pcre(p) if p.classes.is_some())
+    }
+
+    /// Whether the pattern runs as a DFA over class bytes.
+    pub fn dfa(&self) -> bool {
+        matches!(self.engine, Engine::Dfa(_))
+    }
+
+    /// Whether the pattern runs as PCRE2's JIT code (its interpreter otherwise, or a DFA).
+    pub fn jit(&self) -> bool {
+        matches!(&self.engine, Engine::Pcre(p) if p.jit)
+    }
+
+    /// Calls `f(start, end)` for every match, as `for_each_match`, if the pattern runs as a
+    /// DFA (a search that cannot fail part-way, so callers need not buffer the matches), and
+    /// says whether it did.
+    #[inline]
+    pub fn dfa_matches(&self, text: &str, f: &mut impl FnMut(usize, usize)) -> bool {
+        let Engine::Dfa(dfa) = &self.engine else {
+            return false;
+        };
+        dfa.for_each_match(text, f);
+        true
+    }
+
+    /// Calls `f(start, end)` for every match, as the onig crate's `find_iter` finds them (what
+    /// HF tokenizers uses): each search starts where the last match ended, and an empty match
+    /// right where the last one ended is skipped by moving one char on.
+    pub fn for_each_match(
+        &self,
+        text: &str,
+        mut f: impl FnMut(usize, usize),
+    ) -> Result<(), MatchError> {
+        match &self.engine {
+            Engine::Dfa(dfa) => {
+                dfa.for_each_match(text, &mut f);
+                Ok(())
+            }
+            Engine::Pcre(p) => p.for_each_match(text, f),
+        }
+    }
+}
+
+impl Pcre {
+    fn compiled(pattern: &str, utf: bool) -> Result<Self, String> {
+        let code = compile(pattern, utf)?;
         let jit = jit_compile(code);
         let mut min_len: u32 = 0;
         // SAFETY: MINLENGTH writes a u32.
@@ -141,7 +240,7 @@ impl Regex {
             )
         };
         let runs = if jit && info == 0 && min_len > 0 {
-            compile(&format!("(?:(?>{pattern})(?C1))+"))
+            compile(&format!("(?:(?>{pattern})(?C1))+"), utf)
                 .ok()
                 .filter(|r| {
                     jit_compile(*r) || {
@@ -157,51 +256,69 @@ impl Regex {
             code,
             jit,
             runs,
-            translated: pattern.to_owned(),
+            classes: None,
         })
     }
 
-    /// Whether the pattern runs as JIT code (PCRE2's interpreter otherwise).
-    pub fn jit(&self) -> bool {
-        self.jit
-    }
-
-    /// Calls `f(start, end)` for every match, as the onig crate's `find_iter` finds them (what
-    /// HF tokenizers uses): each search starts where the last match ended, and an empty match
-    /// right where the last one ended is skipped by moving one char on.
-    pub fn for_each_match(
+    fn for_each_match(
         &self,
         text: &str,
         mut f: impl FnMut(usize, usize),
     ) -> Result<(), MatchError> {
-        with_scratch(|s| {
-            let bytes = text.as_bytes();
-            let mut at = 0;
-            let mut last_end: Option<usize> = None;
-            if let Some(runs) = self.runs {
-                match Self::runs_from(s, runs, bytes, &mut f) {
-                    Ok(()) => return Ok(()),
-                    // A run too long for the JIT stack: the rest goes one match per call.
-                    Err(done) => {
-                        at = done;
-                        last_end = (done > 0).then_some(done);
-                    }
-                }
+        with_scratch(|s| match &self.classes {
+            None => self.matches(s, text.as_bytes(), Some(text), &mut f),
+            // An ASCII text is its own transcoding.
+            Some(_) if text.is_ascii() => self.matches(s, text.as_bytes(), None, &mut f),
+            Some(classes) => {
+                let mut bytes = std::mem::take(&mut *s.bytes.borrow_mut());
+                let mut marks = std::mem::take(&mut *s.marks.borrow_mut());
+                classes.transcode(text, &mut bytes, &mut marks);
+                let mut offsets = Offsets::new(&marks);
+                let result = self.matches(s, &bytes, None, &mut |a, b| {
+                    let a = offsets.at(a);
+                    f(a, offsets.at(b));
+                });
+                *s.bytes.borrow_mut() = bytes;
+                *s.marks.borrow_mut() = marks;
+                result
             }
-            while at <= bytes.len() {
-                let Some((ms, me)) = self.find_at(s, bytes, at)? else {
-                    break;
-                };
-                if ms == me && last_end == Some(me) {
-                    at += text[at..].chars().next().map_or(1, char::len_utf8);
-                    continue;
-                }
-                f(ms, me);
-                at = me;
-                last_end = Some(me);
-            }
-            Ok(())
         })
+    }
+
+    /// Every match in `bytes`: the text itself in UTF mode (`utf`, to step over a char after
+    /// an empty match), or one byte per char.
+    fn matches(
+        &self,
+        s: &Scratch,
+        bytes: &[u8],
+        utf: Option<&str>,
+        f: &mut impl FnMut(usize, usize),
+    ) -> Result<(), MatchError> {
+        let mut at = 0;
+        let mut last_end: Option<usize> = None;
+        if let Some(runs) = self.runs {
+            match Self::runs_from(s, runs, bytes, f) {
+                Ok(()) => return Ok(()),
+                // A run too long for the JIT stack: the rest goes one match per call.
+                Err(done) => {
+                    at = done;
+                    last_end = (done > 0).then_some(done);
+                }
+            }
+        }
+        while at <= bytes.len() {
+            let Some((ms, me)) = self.find_at(s, bytes, at)? else {
+                break;
+            };
+            if ms == me && last_end == Some(me) {
+                at += utf.map_or(1, |t| t[at..].chars().next().map_or(1, char::len_utf8));
+                continue;
+            }
+            f(ms, me);
+            at = me;
+            last_end = Some(me);
+        }
+        Ok(())
     }
 
     /// Every match by runs (see `runs`); `Err(at)`: a run failed for lack of stack, the
@@ -326,6 +443,9 @@ impl Regex {
 struct Scratch {
     /// The run pattern's match ends (kept to reuse its allocation).
     ends: RefCell<Vec<usize>>,
+    /// A text transcoded to class bytes, and its marks (`ClassBytes::transcode`).
+    bytes: RefCell<Vec<u8>>,
+    marks: RefCell<Vec<(u32, u32)>>,
     md: NonNull<ffi::pcre2_match_data_8>,
     mctx: NonNull<ffi::pcre2_match_context_8>,
     stack: Option<NonNull<ffi::pcre2_jit_stack_8>>,
@@ -350,6 +470,8 @@ impl Scratch {
             }
             Self {
                 ends: RefCell::new(Vec::new()),
+                bytes: RefCell::new(Vec::new()),
+                marks: RefCell::new(Vec::new()),
                 md,
                 mctx,
                 stack,
@@ -393,31 +515,37 @@ mod tests {
         onig::Regex::new(src).unwrap().find_iter(text).collect()
     }
 
-    fn pcre_matches(src: &str, text: &str) -> Vec<(usize, usize)> {
-        let re = Regex::new(&super::super::onig_to_pcre::translate(src).unwrap()).unwrap();
-        let mut out = Vec::new();
-        re.for_each_match(text, |s, e| out.push((s, e))).unwrap();
-        out
+    /// The matches of each engine: the best (a DFA where there is one), PCRE2 on class
+    /// bytes, PCRE2 in UTF mode.
+    fn engines_matches(src: &str, text: &str) -> [Vec<(usize, usize)>; 3] {
+        let translated = super::super::onig_to_pcre::translate(src).unwrap();
+        [Regex::new, Regex::pcre, Regex::utf].map(|make| {
+            let mut out = Vec::new();
+            make(&translated)
+                .unwrap()
+                .for_each_match(text, |s, e| out.push((s, e)))
+                .unwrap();
+            out
+        })
     }
 
     #[test]
     fn empty_matches_follow_onig() {
         for src in [
-            "", "a*", "x?", r"\s*", "(?=b)", "a|(?=b)", "a|(?=c)", "$", "^",
+            "", "a*", "x?", r"\s*", "(?=b)", "a|(?=b)", "a|(?=c)", "$", "^", r"\s+$|a",
         ] {
             for text in ["", "abc", "aabac", "ba b\n", "é\nb", "\n\n"] {
-                assert_eq!(
-                    pcre_matches(src, text),
-                    onig_matches(src, text),
-                    "{src:?} on {text:?}"
-                );
+                let want = onig_matches(src, text);
+                for got in engines_matches(src, text) {
+                    assert_eq!(got, want, "{src:?} on {text:?}");
+                }
             }
         }
     }
 
     #[test]
     fn jit_is_available() {
-        assert!(Regex::new("a+").unwrap().jit());
+        assert!(Regex::pcre("a+").unwrap().jit());
     }
 }
 

@@ -302,23 +302,36 @@ impl PreTokenizer {
         }
     }
 
-    /// The regex of a pre-tokenizer that is one Isolated, not inverted regex Split followed by
-    /// the plain byte-level step (the shape of o200k's, Tekken's and most byte-level files).
+    /// The Splits of a pre-tokenizer that is one or more Isolated, not inverted regex Splits
+    /// followed by the plain byte-level step (the shape of o200k's, Tekken's, DeepSeek's three
+    /// Splits and most byte-level files): the ids-only path splits each text by them, each
+    /// Split the pieces of the one before, and tokenizes the pieces as it finds them.
     #[must_use]
-    pub fn plain_regex_split(&self) -> Option<&Pattern> {
+    pub fn plain_regex_splits(&self) -> Option<&[PreTokenizer]> {
         match self {
             Self::Sequence(items) => match &items[..] {
-                [one] => one.plain_regex_split(),
-                [Self::Split {
-                    pattern: p @ (Pattern::Pcre(..) | Pattern::Onig(..)),
-                    behavior: Behavior::Isolated,
-                    invert: false,
-                }, Self::ByteLevel {
+                [one] => one.plain_regex_splits(),
+                [splits @ .., Self::ByteLevel {
                     add_prefix_space: false,
                     use_regex: false,
-                }] => Some(p),
+                }] if !splits.is_empty() && splits.iter().all(|s| s.isolated_regex().is_some()) => {
+                    Some(splits)
+                }
                 _ => None,
             },
+            _ => None,
+        }
+    }
+
+    /// The regex of an Isolated, not inverted regex Split.
+    #[must_use]
+    pub fn isolated_regex(&self) -> Option<&Pattern> {
+        match self {
+            Self::Split {
+                pattern: p @ (Pattern::Pcre(..) | Pattern::Onig(..)),
+                behavior: Behavior::Isolated,
+                invert: false,
+            } => Some(p),
             _ => None,
         }
     }
