@@ -14,6 +14,16 @@ from pathlib import Path
 import numpy as np
 from PIL import Image, ImageOps
 
+# fastprep's filter names and Pillow's resampling filters, for the resize parity tests.
+PIL_FILTERS = {
+    "nearest": Image.Resampling.NEAREST,
+    "box": Image.Resampling.BOX,
+    "bilinear": Image.Resampling.BILINEAR,
+    "hamming": Image.Resampling.HAMMING,
+    "bicubic": Image.Resampling.BICUBIC,
+    "lanczos": Image.Resampling.LANCZOS,
+}
+
 
 def photo_paths() -> list[Path]:
     import matplotlib

@@ -14,14 +14,7 @@ from PIL import Image
 
 import fastprep
 
-FILTERS = {
-    "nearest": Image.Resampling.NEAREST,
-    "box": Image.Resampling.BOX,
-    "bilinear": Image.Resampling.BILINEAR,
-    "hamming": Image.Resampling.HAMMING,
-    "bicubic": Image.Resampling.BICUBIC,
-    "lanczos": Image.Resampling.LANCZOS,
-}
+from .image_data import PIL_FILTERS as FILTERS
 
 
 def _images(h: int, w: int) -> dict[str, np.ndarray]:

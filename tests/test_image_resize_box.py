@@ -14,14 +14,8 @@ from PIL import Image
 
 import fastprep
 
-FILTERS = {
-    "nearest": Image.Resampling.NEAREST,
-    "box": Image.Resampling.BOX,
-    "bilinear": Image.Resampling.BILINEAR,
-    "hamming": Image.Resampling.HAMMING,
-    "bicubic": Image.Resampling.BICUBIC,
-    "lanczos": Image.Resampling.LANCZOS,
-}
+from .image_data import PIL_FILTERS as FILTERS
+
 MODES = ("L", "LA", "RGB", "RGBA", "F", "1")
 
 

@@ -15,14 +15,8 @@ from PIL import Image
 
 import fastprep
 
-FILTERS = {
-    "nearest": Image.Resampling.NEAREST,
-    "box": Image.Resampling.BOX,
-    "bilinear": Image.Resampling.BILINEAR,
-    "hamming": Image.Resampling.HAMMING,
-    "bicubic": Image.Resampling.BICUBIC,
-    "lanczos": Image.Resampling.LANCZOS,
-}
+from .image_data import PIL_FILTERS as FILTERS
+
 MODES = ("I", "I;16", "I;16L", "I;16B", "I;16N", "P")
 
 

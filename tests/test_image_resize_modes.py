@@ -12,14 +12,8 @@ from PIL import Image
 
 import fastprep
 
-FILTERS = {
-    "nearest": Image.Resampling.NEAREST,
-    "box": Image.Resampling.BOX,
-    "bilinear": Image.Resampling.BILINEAR,
-    "hamming": Image.Resampling.HAMMING,
-    "bicubic": Image.Resampling.BICUBIC,
-    "lanczos": Image.Resampling.LANCZOS,
-}
+from .image_data import PIL_FILTERS as FILTERS
+
 CHANNELS = {"RGBA": 4, "RGBX": 4, "CMYK": 4, "RGBa": 4, "LA": 2, "YCbCr": 3, "1": 1}
 
 
