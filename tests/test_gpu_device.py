@@ -125,7 +125,6 @@ def test_gpu_entropy_coefficients_equal_libjpeg_turbos_on_the_device():
     batch = ge.plan_batch(scans, layouts, offsets)  # type: ignore[arg-type]
     src = np.zeros(batch.nbytes, np.uint8)
     for sp, b, at in zip(scans, blobs, batch.src_offsets, strict=True):
-        assert sp is not None
         src[at : at + sp.end - sp.start] = np.frombuffer(b, np.uint8, sp.end - sp.start, sp.start)
     from fastprep.gpu import _backend
 
