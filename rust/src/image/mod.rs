@@ -7,6 +7,7 @@ pub mod jpeg_coeffs;
 pub mod orientation;
 pub mod pipeline;
 mod png;
+mod png_idat;
 mod png_rewrite;
 mod png_sequence;
 pub mod reduce;
