@@ -209,6 +209,24 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         }
         // Pillow reads tRNS after the image data too (the last one wins).
         if kind == b"tRNS" {
+            // Pillow's handler refuses a gray one under 2 bytes and an RGB one under 6
+            // ("Truncated tRNS chunk"), wherever it reads it; it does not look at the others.
+            let need = match (walk.depth, walk.color) {
+                (0, _) => 0,
+                (_, 0) => 2,
+                (_, 2) => 6,
+                _ => 0,
+            };
+            if len < need {
+                return Err(DecodeError::Corrupt(
+                    "PNG",
+                    format!(
+                        "the tRNS chunk has {len} bytes, fewer than a {} colour's {need} (Pillow: \
+                         \"Truncated tRNS chunk\")",
+                        if walk.color == 0 { "gray" } else { "RGB" }
+                    ),
+                ));
+            }
             walk.trns_elsewhere |= walk.trns.is_some() || walk.plte.is_none() || sequence.in_data();
             walk.trns = Some(data[body.start..body.end].to_vec());
         }
