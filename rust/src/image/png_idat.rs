@@ -205,7 +205,7 @@ pub(super) fn pillow_rows(
                 return Err(truncated("the image data ends before its last row"));
             };
             let before = pos;
-            inflate(&mut z, piece, &mut out, &mut pos, total + 1)?;
+            inflate(&mut z, piece, &mut out, &mut pos, total.saturating_add(1))?;
             let done = pos >= total;
             // The stream's end counts in the zlib call that completed a row, so in this piece.
             let ends_early = !done && z.done && before < pos;
@@ -221,7 +221,7 @@ pub(super) fn pillow_rows(
                 out.truncate(pos.min(total));
                 return Ok(out);
             }
-            if done || z.done || piece_end > data.len() {
+            if z.done || piece_end > data.len() {
                 return Err(truncated("the image data ends before its last row"));
             }
             at = piece_end;
