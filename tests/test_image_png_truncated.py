@@ -199,6 +199,12 @@ def test_unknown_filter_type_before_the_stream_ends():
     assert not same_as_pillow(with_data(head, zlib.compress(bytes(bad))))
     # after the rows Pillow decodes (the stream ends first): not read
     assert same_as_pillow(with_data(head, zlib.compress(bytes(bad[: 2 * row]))))
+    # before the data runs out: Pillow reports the filter ("unrecognized data stream contents")
+    short = with_data(head, zlib.compress(bytes(bad[: 3 * row + 2])))
+    assert not same_as_pillow(short)
+    with pytest.raises(DecodeError, match="unknown filter type 5") as e:
+        fastprep.decode(short)
+    assert e.value.reason == "corrupt"
 
 
 def test_partial_apng_frame_with_its_last_idat_cut():

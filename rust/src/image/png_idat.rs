@@ -82,11 +82,17 @@ impl Layout {
     }
 }
 
-fn truncated(why: &str) -> DecodeError {
-    DecodeError::Truncated(
-        "PNG",
-        format!("{why} (Pillow: \"image file is truncated\")"),
-    )
+fn truncated(why: &str, pillow: &str) -> DecodeError {
+    DecodeError::Truncated("PNG", format!("{why} (Pillow: \"{pillow}\")"))
+}
+
+/// Pillow's refusal where the data runs out before the image is complete: an unknown filter
+/// type in a row it completed first, else a truncated file.
+fn ran_out(out: &[u8], pos: usize, layout: &Layout, why: &str) -> DecodeError {
+    match rows_done(out, pos, layout) {
+        Err(e) => e,
+        Ok(_) => truncated(why, "image file is truncated"),
+    }
 }
 
 /// Whether `out[..end]` ends on a row boundary, after checking the filter type of every row it
@@ -202,32 +208,53 @@ pub(super) fn pillow_rows(
                 .get(at..piece_end.min(data.len()))
                 .filter(|p| !p.is_empty())
             else {
-                return Err(truncated("the image data ends before its last row"));
+                return Err(ran_out(
+                    &out,
+                    pos,
+                    layout,
+                    "the image data ends before its last row",
+                ));
             };
             let before = pos;
-            inflate(&mut z, piece, &mut out, &mut pos, total.saturating_add(1))?;
+            if let Err(e) = inflate(&mut z, piece, &mut out, &mut pos, total.saturating_add(1)) {
+                // Rows completed before the zlib error are checked first.
+                rows_done(&out, pos.min(total), layout)?;
+                return Err(e);
+            }
             let done = pos >= total;
             // The stream's end counts in the zlib call that completed a row, so in this piece.
             let ends_early = !done && z.done && before < pos;
             if done || ends_early {
                 if !rows_done(&out, pos.min(total), layout)? {
-                    return Err(truncated("the zlib stream ends inside a row"));
+                    return Err(ran_out(
+                        &out,
+                        pos,
+                        layout,
+                        "the zlib stream ends inside a row",
+                    ));
                 }
                 if cut && index + 1 < chunks.len() {
                     return Err(truncated(
                         "a data chunk after the one that completes the image is cut short",
+                        "Truncated File Read",
                     ));
                 }
                 out.truncate(pos.min(total));
                 return Ok(out);
             }
             if z.done || piece_end > data.len() {
-                return Err(truncated("the image data ends before its last row"));
+                let why = "the image data ends before its last row";
+                return Err(ran_out(&out, pos, layout, why));
             }
             at = piece_end;
         }
     }
-    Err(truncated("the image data ends before its last row"))
+    Err(ran_out(
+        &out,
+        pos,
+        layout,
+        "the image data ends before its last row",
+    ))
 }
 
 /// A zlib stream of `rows` followed by zeros up to `total` bytes: stored blocks, then one
