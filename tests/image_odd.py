@@ -235,6 +235,11 @@ def odd_pngs() -> dict[str, bytes]:
     rgb16 = [struct.pack(">6H", 300, 2, 3, 0x0100, 0x0300, 0x0500)]
     out["16bit-rgb-trns-wide"] = png_raw(2, 1, 16, 2, rgb16, struct.pack(">3H", 300, 2, 3))
     out["16bit-rgb-trns-high-bytes"] = png_raw(2, 1, 16, 2, rgb16, struct.pack(">3H", 1, 3, 5))
+    # a gray tRNS under 2 bytes or an RGB one under 6: Pillow refuses them, also after the data
+    out["trns-rgb-short"] = png_build([ch[0], (b"tRNS", b"\x00\x01\x00\x02"), *ch[1:]])
+    out["trns-rgb-short-after-idat"] = png_build([*ch[:-1], (b"tRNS", b"\x00"), ch[-1]])
+    out["trns-gray-short"] = png_raw(2, 1, 8, 0, [b"\x07\x08"], b"\x07")
+    out["trns-gray-3-bytes"] = png_raw(2, 1, 8, 0, [b"\x07\x08"], b"\x00\x07\x01")
     return out
 
 

@@ -18,7 +18,15 @@ JPEGS = odd.odd_jpegs()
 PNGS = odd.odd_pngs()
 APNGS = odd.odd_apngs()
 PARTIAL_FRAMES = odd.partial_frame_apngs()
-REFUSED_BY_PILLOW = {"bad-adler32", "bad-ihdr-crc", "chunk-after-idat-cut", "big-ztxt"}
+REFUSED_BY_PILLOW = {
+    "bad-adler32",
+    "bad-ihdr-crc",
+    "chunk-after-idat-cut",
+    "big-ztxt",
+    "trns-rgb-short",
+    "trns-rgb-short-after-idat",
+    "trns-gray-short",
+}
 APNGS_REFUSED_BY_PILLOW = {
     "fdat-without-fctl",
     "fdat-without-fctl-no-actl",

@@ -12,6 +12,7 @@ from ._token_cache import set_token_cache_mb, token_cache_bytes, token_cache_mb
 from .decoders import DecodeStream
 from .errors import (
     DecodeError,
+    DecompressionBombWarning,
     DeviceUnavailableError,
     FastprepError,
     PoolExhaustedError,
@@ -37,6 +38,7 @@ __all__ = [
     "BlockPool",
     "DecodeError",
     "DecodeStream",
+    "DecompressionBombWarning",
     "DeviceUnavailableError",
     "Encoding",
     "FastprepError",

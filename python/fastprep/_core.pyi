@@ -123,6 +123,9 @@ def jpeg_coefficients_into(
 
 DEFAULT_MAX_PIXELS: Final[int]
 
+def images_over_max_image_pixels() -> int:
+    """Images over ``DEFAULT_MAX_PIXELS`` (and within their limit) sized in this process so far."""
+
 @final
 class PixelBuffer:
     """Decoded pixels owned by Rust; ``numpy.asarray`` views them as (H, W, C) uint8, no copy."""

@@ -10,6 +10,7 @@ from typing import Any
 
 __all__ = [
     "DecodeError",
+    "DecompressionBombWarning",
     "DeviceUnavailableError",
     "FastprepError",
     "PoolExhaustedError",
@@ -42,6 +43,14 @@ class TokenizerFileError(FastprepError, ValueError):
 
 class TokenizeError(FastprepError, ValueError):
     """Settings that make an encoding impossible (e.g. truncation shorter than the special tokens)."""
+
+
+class DecompressionBombWarning(UserWarning):
+    """An image was decoded with more pixels than ``fastprep.MAX_IMAGE_PIXELS`` (Pillow's
+    ``Image.MAX_IMAGE_PIXELS``), under the default limit: Pillow warns there too (its own
+    ``DecompressionBombWarning``) and refuses only above twice the limit, as fastprep does.
+    Silence it with ``warnings.filterwarnings("ignore", category=DecompressionBombWarning)``, or
+    pass ``max_pixels=None`` (no limit) or an explicit limit (a hard one, with no warning)."""
 
 
 class DecodeError(FastprepError, ValueError):

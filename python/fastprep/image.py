@@ -14,19 +14,22 @@ from __future__ import annotations
 
 import importlib.metadata
 import numbers
+import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
 
 from . import _core, _resize_box
-from .errors import DecodeError
+from .errors import DecodeError, DecompressionBombWarning
 
 __all__ = ["MAX_IMAGE_PIXELS", "decode", "decode_batch", "pillow_order", "reduce", "resize", "resize_batch"]
 
 Filter = Literal["nearest", "box", "bilinear", "hamming", "bicubic", "lanczos"]
 Mode = Literal["RGB", "L", "RGBA", "unchanged"]
 
-#: Images with more pixels than this are refused (``DecodeError`` with reason ``"too_large"``) unless
-#: a call passes another ``max_pixels``; the default is Pillow's ``Image.MAX_IMAGE_PIXELS``.
+#: Pillow's ``Image.MAX_IMAGE_PIXELS`` and the default ``max_pixels``, which behaves as Pillow's
+#: ``Image.open``: an image with more pixels decodes with a ``DecompressionBombWarning``, one with
+#: more than twice as many is refused (``DecodeError`` with reason ``"too_large"``). Any other
+#: ``max_pixels`` is a hard limit (refused above it, no warning); ``None`` is no limit.
 MAX_IMAGE_PIXELS: int = _core.DEFAULT_MAX_PIXELS
 
 _BytesLike = bytes | bytearray | memoryview
@@ -85,12 +88,16 @@ def decode(
     16-bit grayscale PNGs clamp to 255 as Pillow's "I;16" -> "L" does). The GIL is released.
 
     Raises ``fastprep.errors.DecodeError`` (with ``.reason``) for empty, truncated, corrupt or
-    unsupported data and for images over ``max_pixels`` (None: no limit).
+    unsupported data and for images over ``max_pixels`` (None: no limit). The default,
+    ``MAX_IMAGE_PIXELS``, is Pillow's pair: over it the image decodes with a
+    ``fastprep.DecompressionBombWarning``, over twice it is refused; another value is a hard limit.
     """
     import numpy as np
 
-    buf = _core.decode_image(_as_bytes(data), mode, apply_exif_orientation, _limit(max_pixels), 1)
-    return np.asarray(buf)
+    arr = np.asarray(_core.decode_image(_as_bytes(data), mode, apply_exif_orientation, _limit(max_pixels), 1))
+    if arr.shape[0] * arr.shape[1] > MAX_IMAGE_PIXELS and max_pixels == MAX_IMAGE_PIXELS:
+        _bomb_warning(f"an image of {arr.shape[1]}x{arr.shape[0]} = {arr.shape[0] * arr.shape[1]} pixels")
+    return arr
 
 
 def decode_batch(
@@ -107,13 +114,15 @@ def decode_batch(
 
     Every image is decoded even when some fail. ``on_error="raise"`` then raises ``DecodeError`` for
     the first failed index (its message lists how many others failed; ``.errors`` holds them all);
-    ``on_error="skip"`` puts None in place of each failed image.
+    ``on_error="skip"`` puts None in place of each failed image. ``max_pixels`` as in ``decode``
+    (one ``DecompressionBombWarning`` per call, naming the first image over ``MAX_IMAGE_PIXELS``).
     """
     import numpy as np
 
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
     blobs = [_as_bytes(d, i) for i, d in enumerate(items)]
+    watch = _bomb_watch(max_pixels)
     results = _core.decode_images(blobs, mode, apply_exif_orientation, _limit(max_pixels), num_threads)
     out: list[Any] = []
     errors: list[DecodeError] = []
@@ -124,6 +133,12 @@ def decode_batch(
             out.append(None)
         else:
             out.append(np.asarray(r))
+    if watch is not None and _core.images_over_max_image_pixels() != watch:
+        # The count is the process's: only this call's own images over the limit warn.
+        big = [i for i, a in enumerate(out) if a is not None and a.shape[0] * a.shape[1] > MAX_IMAGE_PIXELS]
+        if big:
+            h, w = out[big[0]].shape[:2]
+            _bomb_warning(f"{len(big)} image(s) of the batch, the first (index {big[0]}) {w}x{h} = {w * h} pixels")
     if errors and on_error == "raise":
         first = errors[0]
         if len(errors) > 1:
@@ -135,11 +150,43 @@ def decode_batch(
 
 
 def _limit(max_pixels: int | None) -> int | None:
+    """The limit the core enforces for a caller's ``max_pixels``, checked positive."""
+    if max_pixels is not None and int(max_pixels) <= 0:
+        raise ValueError(f"max_pixels must be positive or None (no limit), got {max_pixels}")
+    return _hard_limit(max_pixels)
+
+
+def _hard_limit(max_pixels: int | None) -> int | None:
+    """``max_pixels`` itself, but twice the default for the default: Pillow refuses only there
+    (``DecompressionBombError``) and warns above the default (``_bomb_watch``)."""
     if max_pixels is None:
         return None
-    if int(max_pixels) <= 0:
-        raise ValueError(f"max_pixels must be positive or None (no limit), got {max_pixels}")
-    return int(max_pixels)
+    return 2 * MAX_IMAGE_PIXELS if max_pixels == MAX_IMAGE_PIXELS else int(max_pixels)
+
+
+def _bomb_watch(max_pixels: int | None) -> int | None:
+    """With the default limit, the core's count of images sized over ``MAX_IMAGE_PIXELS`` so far
+    (a call that moves it warns: ``_warn_if_bombs``); else None. The count moves only above the
+    limit, so images under it cost nothing more."""
+    return _core.images_over_max_image_pixels() if max_pixels == MAX_IMAGE_PIXELS else None
+
+
+def _warn_if_bombs(watch: int | None, what: str) -> None:
+    """Warns if the count moved since ``watch``. The count is the process's: a call running
+    while another thread decodes such an image with the default limit may warn for it too."""
+    if watch is not None and _core.images_over_max_image_pixels() != watch:
+        _bomb_warning(what, stacklevel=4)
+
+
+def _bomb_warning(what: str, stacklevel: int = 3) -> None:
+    warnings.warn(
+        DecompressionBombWarning(
+            f"{what} over MAX_IMAGE_PIXELS ({MAX_IMAGE_PIXELS}): decoded, as Pillow decodes (and warns) up to "
+            f"twice that, which is refused; could be a decompression bomb. Pass max_pixels=None if the "
+            f"files are trusted, or max_pixels=N to refuse images over N"
+        ),
+        stacklevel=stacklevel,
+    )
 
 
 def _shape(arr: Any) -> tuple[int, int, int]:

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from . import _core
 from .errors import DecodeError
-from .image import MAX_IMAGE_PIXELS, Filter, _as_bytes
+from .image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _bomb_watch, _hard_limit, _warn_if_bombs
 from .pool import BlockPool
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "STAGES", "ImagePipeline", "preprocess"]
@@ -58,7 +58,9 @@ class ImagePipeline:
     an int or ``(width, height)``; None keeps the resized image (then ``size`` is required).
     ``on_error="skip"`` returns ``(batch, ok)`` where ``ok[i]`` is False for an image that failed
     (its slot is zeros); ``"raise"`` raises ``DecodeError`` naming the first failed index, after
-    every image has been processed.
+    every image has been processed. ``max_pixels`` as in ``fastprep.decode``: by default a
+    ``DecompressionBombWarning`` over ``MAX_IMAGE_PIXELS`` and a refusal over twice it; another
+    value is a hard limit, None none.
     """
 
     def __init__(
@@ -101,7 +103,7 @@ class ImagePipeline:
             "layout": layout,
             "dtype": dtype,
             "draft": bool(draft),
-            "max_pixels": None if max_pixels is None else int(max_pixels),
+            "max_pixels": _hard_limit(max_pixels),
             "apply_exif_orientation": bool(apply_exif_orientation),
         }
         out = self.crop or self.size
@@ -112,6 +114,7 @@ class ImagePipeline:
         if resize_shorter is not None and (resize_shorter <= 0 or max(out) > resize_shorter):
             raise ValueError(f"crop {out} must fit in the resized shorter side {resize_shorter}")
         self._setup_batches(out, dtype, layout, num_threads, on_error, keep_samples)
+        self._max_pixels = max_pixels
 
     def _setup_batches(
         self, out: tuple[int, int], dtype: str, layout: str, num_threads: int | None, on_error: str, keep_samples: int
@@ -151,8 +154,10 @@ class ImagePipeline:
         blobs = [_as_bytes(d, i) for i, d in enumerate(images)]
         block = self._block(len(blobs))
         start = time.perf_counter()
+        watch = _bomb_watch(self._max_pixels)
         errors, times = _core.preprocess_into(blobs, block, self.settings, self.num_threads)
         wall = time.perf_counter() - start
+        _warn_if_bombs(watch, "an image of the batch")
         batch, ok, timings = self._finish(block, errors, times, wall)
         result: tuple[Any, ...] = (batch, ok) if self.on_error == "skip" else (batch,)
         if return_timings:

@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from . import _core
-from .image import MAX_IMAGE_PIXELS, Filter, _as_bytes
+from .image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _bomb_watch, _hard_limit, _warn_if_bombs
 from .pipeline import _DTYPES, IMAGENET_MEAN, IMAGENET_STD, ImagePipeline
 
 __all__ = ["PARAM_COLUMNS", "TrainPipeline"]
@@ -57,6 +57,7 @@ class TrainPipeline(ImagePipeline):
     the first failed index after every image has been processed. ``apply_exif_orientation``
     (default True, as ``ImagePipeline``) crops the EXIF-oriented image, as
     ``ImageOps.exif_transpose`` would; torchvision's ``ImageFolder`` loader does not apply it.
+    ``max_pixels`` as in ``ImagePipeline`` (by default Pillow's warning and refusal pair).
     """
 
     def __init__(
@@ -108,10 +109,11 @@ class TrainPipeline(ImagePipeline):
             "std": [float(s) for s in std],
             "layout": layout,
             "dtype": dtype,
-            "max_pixels": None if max_pixels is None else int(max_pixels),
+            "max_pixels": _hard_limit(max_pixels),
             "apply_exif_orientation": bool(apply_exif_orientation),
         }
         self._setup_batches((w, h), dtype, layout, num_threads, on_error, keep_samples)
+        self._max_pixels = max_pixels
 
     def __call__(
         self,
@@ -149,10 +151,12 @@ class TrainPipeline(ImagePipeline):
             raise ValueError(f"step must be in [0, 2**64), got {step}")
         block = self._block(len(blobs))
         start = time.perf_counter()
+        watch = _bomb_watch(self._max_pixels)
         errors, times, used = _core.train_preprocess_into(
             blobs, block, self.settings, self.seed, step, given, self.num_threads
         )
         wall = time.perf_counter() - start
+        _warn_if_bombs(watch, "an image of the batch")
         batch, ok, timings = self._finish(block, errors, times, wall)
         out_params = np.asarray(used, dtype=np.int64).reshape(len(blobs), 5)
         result: tuple[Any, ...] = (batch, out_params)

@@ -111,9 +111,9 @@ pub enum DecodeError {
     #[error("unsupported {0}: {1}")]
     Unsupported(&'static str, String),
     #[error(
-        "image of {width}x{height} = {pixels} pixels is over the limit of {limit} pixels, like \
-         Pillow's MAX_IMAGE_PIXELS (a decompression bomb?); pass a larger max_pixels, or None, \
-         if the file is trusted"
+        "image of {width}x{height} = {pixels} pixels is over the limit of {limit} pixels (by \
+         default twice Pillow's MAX_IMAGE_PIXELS, where Pillow refuses too: a decompression \
+         bomb?); pass a larger max_pixels, or None, if the file is trusted"
     )]
     TooLarge {
         width: usize,

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from .. import _core
 from ..errors import DecodeError
-from ..image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _limit, decode_batch
+from ..image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _bomb_watch, _limit, _warn_if_bombs, decode_batch
 from .backend import Backend, _backend, _staging, _upload
 from .jpeg_entropy import EntropyBatch, ScanPlan, decode_scans, parse_scan, plan_batch
 from .jpeg_idct import JpegPlan, plan_jpeg, run_jpeg_decode
@@ -129,6 +129,7 @@ def gpu_preprocess(
     blobs = [_as_bytes(d, i) for i, d in enumerate(images)]
     n = len(blobs)
     limit = _limit(max_pixels)
+    watch = _bomb_watch(max_pixels)
     layouts = _core.jpeg_layouts(blobs, limit, apply_exif_orientation, num_threads) if blobs else []
     plans, scans = _plan_jpegs(blobs, layouts, draft, resize_shorter, size, entropy)
     # The coefficient region: the CPU-entropy JPEGs' first (uploaded), then the GPU-entropy ones'
@@ -181,6 +182,7 @@ def gpu_preprocess(
         host[at : at + a.size] = a.reshape(-1)
     _upload(be, flat, host, scan_at + (_align(batch.nbytes) if batch else 0), staged)
     release()  # the staging block goes back to its pool once the copies reading it are done
+    _warn_if_bombs(watch, "an image of the batch")
     ok_idx = sorted([*plans, *(i for i, a in decoded.items() if a is not None)])
     failed = [i for i in range(n) if i not in ok_idx]
     if failed and on_error == "raise":

@@ -17,6 +17,17 @@ pub fn no_memory(width: usize, height: usize, e: AllocError) -> DecodeError {
 /// Pillow's default `Image.MAX_IMAGE_PIXELS` (1024 * 1024 * 1024 // 4 // 3).
 pub const DEFAULT_MAX_PIXELS: u64 = 89_478_485;
 
+/// Images within their limit but over `DEFAULT_MAX_PIXELS`, counted since the process began:
+/// Pillow warns for these (`DecompressionBombWarning`) and refuses only above twice the limit,
+/// so the Python layer, whose default limit is that pair, warns when a call moved the count.
+/// Counted where the size is checked, so that images under the limit cost nothing more.
+static OVER_DEFAULT_MAX_PIXELS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+/// How many images over `DEFAULT_MAX_PIXELS` (and within their limit) were sized so far.
+pub fn over_default_max_pixels() -> u64 {
+    OVER_DEFAULT_MAX_PIXELS.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RawKind {
     L,
@@ -118,7 +129,12 @@ pub fn check_pixels(width: usize, height: usize, max: Option<u64>) -> Result<(),
             pixels,
             limit,
         }),
-        _ => Ok(()),
+        _ => {
+            if pixels > DEFAULT_MAX_PIXELS {
+                OVER_DEFAULT_MAX_PIXELS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
+            Ok(())
+        }
     }
 }
 

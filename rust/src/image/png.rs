@@ -3,8 +3,9 @@
 //! Pillow's PngImagePlugin modes: 16-bit RGB/RGBA/LA keep the high byte ("RGB;16B"), 16-bit gray
 //! opens as "I;16" and is clamped to 255 when converted to 8-bit (Pillow's I;16 -> L), gray of
 //! 1, 2 and 4 bits is scaled to 0..255, palettes are expanded, and tRNS becomes an alpha channel.
-use super::alloc;
+use super::alloc::{self, AllocError};
 use super::decode::{check_pixels, no_memory, DecodeError, Raw, RawKind};
+use super::png_idat::{self, DataChunk, Layout};
 use super::png_rewrite::{self, Rewrite};
 use super::png_sequence::Sequence;
 use png::{BitDepth, ColorType, Transformations};
@@ -46,6 +47,12 @@ struct Walk {
     /// ends (before its CRC, which may be cut).
     iend: bool,
     body_end: usize,
+    /// The first run of image data chunks (Pillow's image data), whether the file cuts the last
+    /// of them short, and where a rewrite of the file ends (after that cut chunk, or at
+    /// `body_end`).
+    data: Vec<DataChunk>,
+    data_cut: bool,
+    rewrite_end: usize,
     /// IHDR's bit depth, colour type and interlacing, and the last tRNS chunk's body.
     depth: u8,
     color: u8,
@@ -67,6 +74,22 @@ struct Walk {
 }
 
 impl Walk {
+    /// The filtered rows of a `width` x `height` image in IHDR's format.
+    fn layout(&self, width: u64, height: u64) -> Layout {
+        let samples: u64 = match self.color {
+            2 => 3,
+            4 => 2,
+            6 => 4,
+            _ => 1,
+        };
+        Layout {
+            width,
+            height,
+            bits_per_pixel: samples * u64::from(self.depth),
+            interlaced: self.interlaced,
+        }
+    }
+
     /// What IHDR (at least 13 bytes) says.
     fn header(&mut self, d: &[u8]) {
         (self.depth, self.color) = (d[8], d[9]);
@@ -93,9 +116,13 @@ impl Walk {
 /// read and its CRC checked (Pillow: "broken PNG file (bad header checksum ...)"); the IDAT
 /// chunks' CRCs and anything after them are not (Pillow reads them without checking). Also
 /// sums the IDAT lengths, so that a header claiming more pixels than its data can inflate to
-/// is refused before anything is allocated for it (Pillow refuses it as truncated, after
-/// allocating the whole image). The walk ends where Pillow stops reading for the first frame
-/// (`png_sequence`), which refuses what Pillow's chunk handlers refuse.
+/// goes to Pillow's reading of the data (`png_idat`) before anything of the image's size is
+/// allocated: Pillow decodes it only where the stream ends on a row boundary. Records the first
+/// run of image data chunks, the last of which may be cut short. The walk ends where Pillow
+/// stops reading for the first frame (`png_sequence`), which refuses what Pillow's chunk
+/// handlers refuse.
+// One pass over the chunks, in file order, as Pillow reads them; splitting it hides that order.
+#[allow(clippy::too_many_lines)]
 fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
     let be32 = |i: usize| {
         data.get(i..i + 4)
@@ -108,6 +135,9 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         idat_bytes: 0,
         iend: false,
         body_end: 8,
+        data: Vec::new(),
+        data_cut: false,
+        rewrite_end: 8,
         depth: 0,
         color: 0,
         interlaced: false,
@@ -121,6 +151,8 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
     };
     let mut i = 8;
     let mut sequence = Sequence::default();
+    // 0: before the image data, 1: in its first run of chunks, 2: after it
+    let mut run = 0;
     while let (Some(len), Some(kind)) = (be32(i), data.get(i + 4..i + 8)) {
         let len = len as usize;
         let body = i + 8..(i + 8).saturating_add(len);
@@ -145,8 +177,28 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         if kind == b"IDAT" {
             walk.idat_bytes += len as u64;
         }
+        let image_data = kind == b"IDAT" || kind == b"fdAT";
+        run = match (run, image_data) {
+            (0, true) => 1,
+            (1, false) => 2,
+            (r, _) => r,
+        };
+        if run == 1 {
+            // An fdAT's data follows its sequence number.
+            let skip = if kind == b"fdAT" { 4 } else { 0 };
+            walk.data.push(DataChunk {
+                start: body.start + skip,
+                len: len.saturating_sub(skip),
+            });
+        }
         if body.end <= data.len() {
             walk.body_end = body.end;
+        } else if run == 1 && data.len() >= body.start + if kind == b"fdAT" { 4 } else { 0 } {
+            // Pillow reads the image data with plain reads: the decoder may have every row
+            // before the cut (`png_idat` decides). An fdAT's sequence number must be whole.
+            sequence.chunk(kind, &data[body.start..])?;
+            walk.data_cut = true;
+            break;
         } else {
             // Pillow reads every chunk whose header is there (also after the image data) and
             // refuses the file when its body is cut ("Truncated File Read").
@@ -157,6 +209,24 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         }
         // Pillow reads tRNS after the image data too (the last one wins).
         if kind == b"tRNS" {
+            // Pillow's handler refuses a gray one under 2 bytes and an RGB one under 6
+            // ("Truncated tRNS chunk"), wherever it reads it; it does not look at the others.
+            let need = match (walk.depth, walk.color) {
+                (0, _) => 0,
+                (_, 0) => 2,
+                (_, 2) => 6,
+                _ => 0,
+            };
+            if len < need {
+                return Err(DecodeError::Corrupt(
+                    "PNG",
+                    format!(
+                        "the tRNS chunk has {len} bytes, fewer than a {} colour's {need} (Pillow: \
+                         \"Truncated tRNS chunk\")",
+                        if walk.color == 0 { "gray" } else { "RGB" }
+                    ),
+                ));
+            }
             walk.trns_elsewhere |= walk.trns.is_some() || walk.plte.is_none() || sequence.in_data();
             walk.trns = Some(data[body.start..body.end].to_vec());
         }
@@ -186,6 +256,11 @@ fn walk_chunks(data: &[u8]) -> Result<Walk, DecodeError> {
         i = body.end.saturating_add(4);
     }
     walk.partial_frame = sequence.partial_first_frame(walk.width, walk.height);
+    walk.rewrite_end = if walk.data_cut {
+        data.len()
+    } else {
+        walk.body_end
+    };
     Ok(walk)
 }
 
@@ -239,8 +314,6 @@ pub(super) fn crc32(bytes: &[u8]) -> u32 {
     !c
 }
 
-// One pass over the chunks, in file order, as libpng reads them; splitting it hides that order.
-#[allow(clippy::too_many_lines)]
 pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeError> {
     let walk = walk_chunks(data)?;
     // Read first: Pillow refuses some files for their text chunks alone. Only the chunks Pillow
@@ -261,39 +334,88 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
         Rewrite::default()
     };
     if let Some(frame) = walk.partial_frame {
+        if walk.data_cut {
+            // The frame's rewrite makes the cut chunk whole, so Pillow's verdict on the cut
+            // file comes first (a chunk cut after the one that completes the frame refuses it).
+            let layout = walk.layout(u64::from(frame[2]), u64::from(frame[3]));
+            png_idat::pillow_rows(data, &walk.data, true, &layout)?;
+        }
         let size = (walk.width, walk.height);
         let format = (walk.depth, walk.color, walk.interlaced);
-        let end = walk.body_end;
+        let end = walk.rewrite_end;
         let raw = png_rewrite::partial_frame(data, end, frame, size, format, palette, max_pixels)?;
         return Ok(PngOut { raw, orientation });
     }
-    if let Some(raw) = walk.raw_bytes {
-        if raw > walk.idat_bytes.saturating_mul(MAX_INFLATE_RATIO) + 1024 {
-            return Err(DecodeError::Truncated(
-                "PNG",
-                format!(
-                    "the header claims {}x{} pixels ({raw} bytes of image data) but the file's \
-                     {} bytes of compressed data cannot hold that many",
-                    walk.width, walk.height, walk.idat_bytes
-                ),
-            ));
+    // A header claiming more rows than the data can inflate to, or a data chunk cut short, goes
+    // straight to Pillow's reading (which allocates only what the data inflates to): the crate
+    // would allocate the whole image first.
+    let short = walk
+        .raw_bytes
+        .is_some_and(|raw| raw > walk.idat_bytes.saturating_mul(MAX_INFLATE_RATIO) + 1024);
+    let first = (!short && !walk.data_cut)
+        .then(|| decode_with_crate(data, &walk, palette, None, max_pixels));
+    let raw = match first {
+        Some(Ok(raw)) => raw,
+        Some(Err(Failure::Refused(e))) => return Err(e),
+        None | Some(Err(Failure::ImageData(_))) => {
+            // Where the crate refuses the image data, Pillow may still decode it: its reading
+            // decides, and its rows are decoded as a stream the crate reads whole.
+            let layout = walk.layout(walk.width as u64, walk.height as u64);
+            let rows = png_idat::pillow_rows(data, &walk.data, walk.data_cut, &layout)?;
+            let total = layout
+                .total()
+                .and_then(|t| usize::try_from(t).ok())
+                .unwrap_or(0);
+            let zlib = png_idat::zlib_with_zeros(&rows, total)
+                .map_err(|e| no_memory(walk.width, walk.height, e))?;
+            drop(rows);
+            match decode_with_crate(data, &walk, palette, Some(&zlib), max_pixels) {
+                Ok(raw) => raw,
+                Err(Failure::Refused(e) | Failure::ImageData(e)) => return Err(e),
+            }
         }
-    }
+    };
+    Ok(PngOut { raw, orientation })
+}
+
+/// Why the crate did not decode a PNG: for a reason Pillow refuses it too, or in its image
+/// data (where Pillow's own reading decides, `png_idat`).
+enum Failure {
+    Refused(DecodeError),
+    ImageData(DecodeError),
+}
+
+/// The crate's decoding of the PNG `data` as the walk found it, with `image_data` (a zlib
+/// stream of the filtered rows, checksum unchecked) in place of its own where given.
+fn decode_with_crate(
+    data: &[u8],
+    walk: &Walk,
+    palette: Rewrite<'_>,
+    image_data: Option<&[u8]>,
+    max_pixels: Option<u64>,
+) -> Result<Raw, Failure> {
+    let refused = Failure::Refused;
     // CRCs are checked by the walk where Pillow checks them (the image data's are not), and the
-    // zlib stream's Adler-32 is checked as Pillow's zlib checks it.
+    // zlib stream's Adler-32 is checked here: where Pillow's zlib does not get to it, the
+    // refusal sends the file to Pillow's reading.
     let mut options = png::DecodeOptions::default();
     options.set_ignore_crc(true);
-    options.set_ignore_adler32(false);
+    options.set_ignore_adler32(image_data.is_some());
     // Pillow stops reading where the walk stopped (a file without IEND, or whose last CRC is
     // cut, decodes; the png crate wants IEND, so it gets one), a palette is Pillow's, and an
     // APNG is its first frame.
     let rewritten;
     let palette_moved = walk.color == 3 && (walk.plte_count != 1 || walk.trns_elsewhere);
-    let data = if walk.iend && !palette_moved && !walk.apng && !walk.odd_ihdr {
+    let plain = walk.iend && !palette_moved && !walk.apng && !walk.odd_ihdr;
+    let data = if plain && image_data.is_none() {
         data
     } else {
-        rewritten = png_rewrite::rewrite(data, walk.body_end, palette)
-            .map_err(|e| no_memory(walk.width, walk.height, e))?;
+        let how = Rewrite {
+            idat: image_data,
+            ..palette
+        };
+        rewritten = png_rewrite::rewrite(data, walk.rewrite_end, how)
+            .map_err(|e| refused(no_memory(walk.width, walk.height, e)))?;
         &rewritten[..]
     };
     let mut decoder = png::Decoder::new_with_options(Cursor::new(data), options);
@@ -304,76 +426,47 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
         usize::try_from(m.saturating_mul(8).saturating_add(1 << 20)).unwrap_or(usize::MAX)
     });
     decoder.set_limits(png::Limits { bytes: cap });
-    let mut reader = decoder.read_info().map_err(map_err)?;
+    let mut reader = decoder.read_info().map_err(|e| refused(map_err(e)))?;
     let info = reader.info();
     let (width, height) = (info.width as usize, info.height as usize);
-    check_pixels(width, height, max_pixels)?;
+    check_pixels(width, height, max_pixels).map_err(refused)?;
     let gray16 = info.color_type == ColorType::Grayscale && info.bit_depth == BitDepth::Sixteen;
     let (color, depth) = reader.output_color_type();
+    let no_memory = |e| refused(no_memory(width, height, e));
     let size = reader.output_buffer_size().ok_or_else(|| {
-        DecodeError::Resources(format!("a {width}x{height} PNG does not fit in memory"))
+        refused(DecodeError::Resources(format!(
+            "a {width}x{height} PNG does not fit in memory"
+        )))
     })?;
-    let mut buf = alloc::zeroed(size).map_err(|e| no_memory(width, height, e))?;
-    reader.next_frame(&mut buf).map_err(map_err)?;
-    let mut kind = match color {
+    let mut buf = alloc::zeroed(size).map_err(no_memory)?;
+    reader
+        .next_frame(&mut buf)
+        .map_err(|e| Failure::ImageData(map_err(e)))?;
+    let kind = match color {
         ColorType::Grayscale => RawKind::L,
         ColorType::GrayscaleAlpha => RawKind::La,
         ColorType::Rgb => RawKind::Rgb,
         ColorType::Rgba => RawKind::Rgba,
         ColorType::Indexed => {
-            return Err(DecodeError::Corrupt(
+            return Err(refused(DecodeError::Corrupt(
                 "PNG",
                 "palette image left unexpanded (missing PLTE chunk)".into(),
-            ))
+            )))
         }
     };
-    let pixels = if depth == BitDepth::Sixteen {
-        let samples = buf.chunks_exact(2);
-        if gray16 {
-            // Pillow: "I;16" -> "L" clamps (values above 255 become 255). The tRNS alpha, if the
-            // expansion added one, is a 16-bit sample: its high byte like Pillow's "LA;16B".
-            let per = kind.channels();
-            let mut out = alloc::with_capacity(width * height * per)
-                .map_err(|e| no_memory(width, height, e))?;
-            out.extend(samples.enumerate().map(|(i, s)| {
-                let v = u16::from_be_bytes([s[0], s[1]]);
-                if per == 2 && i % 2 == 1 {
-                    s[0]
-                } else {
-                    v.min(255) as u8
-                }
-            }));
-            out
-        } else if kind == RawKind::La {
-            // Pillow opens 16-bit gray+alpha as RGBA ("LA;16B" unpacks to L, L, L, A).
-            let mut rgba = alloc::with_capacity(width * height * 4)
-                .map_err(|e| no_memory(width, height, e))?;
-            for p in buf.chunks_exact(4) {
-                rgba.extend_from_slice(&[p[0], p[0], p[0], p[2]]);
-            }
-            kind = RawKind::Rgba;
-            rgba
-        } else {
-            // The high bytes, in place: the buffer is twice what they need.
-            let n = buf.len() / 2;
-            for i in 0..n {
-                buf[i] = buf[2 * i];
-            }
-            buf.truncate(n);
-            buf
-        }
+    let (mut pixels, mut kind) = if depth == BitDepth::Sixteen {
+        sixteen_to_eight(buf, kind, gray16, width * height).map_err(no_memory)?
     } else {
         buf.truncate(width * height * kind.channels());
-        buf
+        (buf, kind)
     };
-    let mut pixels = pixels;
     if let (Some(t), 0 | 2) = (&walk.trns, walk.color) {
         // The decoder may have dropped a tRNS it found malformed or repeated; Pillow reads
         // the last one's first value, so the alpha channel is added where missing.
         if matches!(kind, RawKind::L | RawKind::Rgb) && t.len() >= 2 * kind.channels() {
             let c = kind.channels();
-            let mut with_alpha = alloc::with_capacity(width * height * (c + 1))
-                .map_err(|e| no_memory(width, height, e))?;
+            let mut with_alpha =
+                alloc::with_capacity(width * height * (c + 1)).map_err(no_memory)?;
             for p in pixels.chunks_exact(c) {
                 with_alpha.extend_from_slice(p);
                 with_alpha.push(255);
@@ -383,13 +476,50 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
         }
         pillow_trns_alpha(&mut pixels, kind, walk.color, walk.depth, t);
     }
-    Ok(PngOut {
-        raw: Raw {
-            width,
-            height,
-            kind,
-            pixels,
-        },
-        orientation,
+    Ok(Raw {
+        width,
+        height,
+        kind,
+        pixels,
     })
+}
+
+/// 16-bit samples as Pillow's 8-bit ones (`pixels` of `kind` in the crate's expansion).
+fn sixteen_to_eight(
+    mut buf: Vec<u8>,
+    kind: RawKind,
+    gray16: bool,
+    pixels: usize,
+) -> Result<(Vec<u8>, RawKind), AllocError> {
+    let samples = buf.chunks_exact(2);
+    if gray16 {
+        // Pillow: "I;16" -> "L" clamps (values above 255 become 255). The tRNS alpha, if the
+        // expansion added one, is a 16-bit sample: its high byte like Pillow's "LA;16B".
+        let per = kind.channels();
+        let mut out = alloc::with_capacity(pixels * per)?;
+        out.extend(samples.enumerate().map(|(i, s)| {
+            let v = u16::from_be_bytes([s[0], s[1]]);
+            if per == 2 && i % 2 == 1 {
+                s[0]
+            } else {
+                v.min(255) as u8
+            }
+        }));
+        Ok((out, kind))
+    } else if kind == RawKind::La {
+        // Pillow opens 16-bit gray+alpha as RGBA ("LA;16B" unpacks to L, L, L, A).
+        let mut rgba = alloc::with_capacity(pixels * 4)?;
+        for p in buf.chunks_exact(4) {
+            rgba.extend_from_slice(&[p[0], p[0], p[0], p[2]]);
+        }
+        Ok((rgba, RawKind::Rgba))
+    } else {
+        // The high bytes, in place: the buffer is twice what they need.
+        let n = buf.len() / 2;
+        for i in 0..n {
+            buf[i] = buf[2 * i];
+        }
+        buf.truncate(n);
+        Ok((buf, kind))
+    }
 }

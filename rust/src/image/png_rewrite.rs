@@ -53,32 +53,41 @@ pub(super) struct Rewrite<'a> {
     /// The image data replaced by this one row (a filter byte and one pixel's zero samples)
     /// of a 1x1 non-interlaced image.
     pub zero_row: Option<&'a [u8]>,
+    /// The image data replaced by this zlib stream (`png_idat`: the rows Pillow decodes).
+    pub idat: Option<&'a [u8]>,
     /// The one PLTE and the one tRNS, in place of every PLTE and tRNS, just before the image
     /// data.
     pub plte: Option<&'a [u8]>,
     pub trns: Option<&'a [u8]>,
 }
 
-/// The chunks up to `end` (all whole) as a PNG of the first frame only: acTL and fcTL left out,
-/// the first run of image data chunks as IDAT (fdAT without its sequence number) and later
-/// ones left out (Pillow skips them), IEND at the end; with the changes of `how`.
+/// The chunks up to `end` (all whole, but for a last image data chunk that the file cuts short)
+/// as a PNG of the first frame only: acTL and fcTL left out, the first run of image data chunks
+/// as IDAT (fdAT without its sequence number) and later ones left out (Pillow skips them), IEND
+/// at the end; with the changes of `how`.
 pub(super) fn rewrite(data: &[u8], end: usize, how: Rewrite<'_>) -> Result<Vec<u8>, AllocError> {
     // No longer than the chunks it rewrites, but for the IDAT, tRNS and IEND it may add.
-    let extra = [how.zero_row, how.plte, how.trns]
+    let extra = [how.zero_row, how.plte, how.trns, how.idat]
         .map(|c| c.map_or(0, <[u8]>::len))
         .iter()
         .sum::<usize>();
-    let mut out = alloc::with_capacity(end + extra + 64)?;
+    let mut out = alloc::with_capacity(end + extra + 64 + how.idat.map_or(0, |z| z.len() >> 28))?;
     out.extend_from_slice(&data[..8]);
     let mut i = 8;
     // 0: before the image data, 1: in its first run of chunks, 2: after it
     let mut run = 0;
+    let mut pushed = false;
     while let Some(head) = data[..end].get(i..i + 8) {
         let (len, kind) = (be32(head, 0), &head[4..]);
-        let Some(body) = data[..end].get(i + 8..i + 8 + len) else {
+        let image_data = kind == b"IDAT" || kind == b"fdAT";
+        // Pillow reads what there is of a cut image data chunk (`png_idat` decides whether
+        // that is enough), and nothing after it.
+        let Some(body) = data[..end]
+            .get(i + 8..i + 8 + len)
+            .or_else(|| data[..end].get(i + 8..).filter(|_| image_data && run < 2))
+        else {
             break;
         };
-        let image_data = kind == b"IDAT" || kind == b"fdAT";
         if run == 0 && image_data {
             if let Some(p) = how.plte {
                 push_chunk(&mut out, b"PLTE", p);
@@ -107,11 +116,17 @@ pub(super) fn rewrite(data: &[u8], end: usize, how: Rewrite<'_>) -> Result<Vec<u
             b"acTL" | b"fcTL" => {}
             b"PLTE" if how.plte.is_some() => {}
             b"tRNS" if how.trns.is_some() => {}
-            b"IDAT" | b"fdAT" => match how.zero_row {
-                Some(row) if first_of_run => push_chunk(&mut out, b"IDAT", &stored_zlib(row)),
-                None if run == 1 => {
+            b"IDAT" | b"fdAT" => match (how.zero_row, how.idat) {
+                (Some(row), _) if first_of_run => {
+                    push_chunk(&mut out, b"IDAT", &stored_zlib(row));
+                }
+                (None, Some(z)) if first_of_run => {
+                    push_idat(&mut out, z);
+                    pushed = true;
+                }
+                (None, None) if run == 1 => {
                     let skip = if kind == b"fdAT" { 4 } else { 0 };
-                    push_chunk(&mut out, b"IDAT", &body[skip..]);
+                    push_chunk(&mut out, b"IDAT", body.get(skip..).unwrap_or_default());
                 }
                 _ => {}
             },
@@ -119,8 +134,18 @@ pub(super) fn rewrite(data: &[u8], end: usize, how: Rewrite<'_>) -> Result<Vec<u
         }
         i += 12 + len;
     }
+    if let (Some(z), false) = (how.idat, pushed) {
+        push_idat(&mut out, z);
+    }
     push_chunk(&mut out, b"IEND", &[]);
     Ok(out)
+}
+
+/// A zlib stream as IDAT chunks of at most 1 GiB (a chunk's length is under 2^31).
+fn push_idat(out: &mut Vec<u8>, zlib: &[u8]) {
+    for part in zlib.chunks(1 << 30) {
+        push_chunk(out, b"IDAT", part);
+    }
 }
 
 /// Decodes the first frame `[x, y, width, height]` of the PNG `data` (its chunks whole up to

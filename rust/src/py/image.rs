@@ -243,6 +243,13 @@ fn to_buffer(img: Image) -> PixelBuffer {
     PixelBuffer::new(img.pixels, img.height, img.width, img.channels)
 }
 
+/// How many images over `DEFAULT_MAX_PIXELS` (Pillow's `MAX_IMAGE_PIXELS`) and within their
+/// limit this process has sized: the facade warns when a call moves it.
+#[pyfunction]
+pub fn images_over_max_image_pixels() -> u64 {
+    crate::image::over_default_max_pixels()
+}
+
 /// Decodes one JPEG or PNG (bytes) to a `PixelBuffer`; the GIL is released while decoding.
 #[pyfunction]
 #[pyo3(signature = (data, mode = "RGB", apply_exif_orientation = true, max_pixels = Some(DEFAULT_MAX_PIXELS), scale_denom = 1))]
