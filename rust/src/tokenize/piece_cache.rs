@@ -356,6 +356,13 @@ const WIDE_SETS_MIN: usize = 1 << 10;
 /// its 32k slots, ~51k a round on to the full cache (its rounds after the first: 191-196 MB/s,
 /// 218-224 growing; the 5 MB corpus's unchanged, `encode_file`, alternating).
 const WIDE_SETS_MAX: usize = 1 << 17;
+/// The wide cache grows once it holds more pieces than one in this many sets (`GROW_LOAD` for
+/// it). It was `GROW_LOAD`: the test corpus's ~9k distinct wide pieces took it to 16 MiB, each
+/// set a sixteenth full, and the first touch of that table (the kernel zeroing it) was ~5% of a
+/// fresh tokenizer's first pass in a profile. At 4 they stay in 8 MiB (a set in 7 holds one),
+/// where a piece is lost to a set's third about once in a thousand; a 29 MB corpus's ~54k
+/// still reach the largest table.
+const WIDE_GROW_LOAD: usize = 4;
 /// Most tokens a wide slot holds itself.
 pub(crate) const WIDE_TOKENS: usize = 6;
 /// Most tokens of a piece the wide cache holds (its 5-bit count).
@@ -501,7 +508,7 @@ impl WideCache {
             let sets = WIDE_SETS_MIN.min(cache_cap::wide_sets(WIDE_SETS_MAX));
             self.sets = HugeTable::zeroed(sets);
             self.mask = sets - 1;
-        } else if self.stored * GROW_LOAD > self.sets.len()
+        } else if self.stored * WIDE_GROW_LOAD > self.sets.len()
             && self.sets.len() < cache_cap::wide_sets(WIDE_SETS_MAX)
         {
             self.grow();
@@ -974,7 +981,7 @@ mod tests {
         let piece = |i: usize| format!("a wide piece, {i:>10}").into_bytes();
         let mut wide = WideCache::default();
         let mut sizes = vec![];
-        let n = 2 * WIDE_SETS_MAX / GROW_LOAD;
+        let n = 2 * WIDE_SETS_MAX / WIDE_GROW_LOAD;
         for i in 0..n {
             let p = piece(i);
             let k = wide_key(&p);
@@ -984,7 +991,7 @@ mod tests {
                 // Right past the load of the table before, and the pieces it held still held.
                 if sizes.len() > 1 {
                     let before = sizes[sizes.len() - 2];
-                    let limit = before / GROW_LOAD;
+                    let limit = before / WIDE_GROW_LOAD;
                     assert!(
                         (limit..=limit + limit / 50 + 2).contains(&i),
                         "{before}: at {i}"
