@@ -123,12 +123,15 @@ def test_headers_claiming_absurd_sizes_with_no_pixel_limit(tmp_path):
                 try:
                     fastprep.decode(data, mode=mode, max_pixels=None)
                 except DecodeError as e:
-                    assert e.reason in ("too_large", "truncated"), e
+                    # 1 x (2**31 - 1): 4-byte rows, so the 64x64 image's data reads as ~3k rows
+                    # until a pixel byte stands where a row's filter type must be (Pillow, could
+                    # it allocate the 8 GB, would stop there too: "unrecognized data stream")
+                    assert e.reason in ("too_large", "truncated", "corrupt"), e
                     print("refused")
             try:
                 fastprep.decode(data)
             except DecodeError as e:
-                assert e.reason in ("too_large", "truncated"), e
+                assert e.reason in ("too_large", "truncated", "corrupt"), e
                 print("refused")
         print(fastprep.decode_batch(blobs, max_pixels=None, on_error="skip") == [None] * len(blobs))
         try:
