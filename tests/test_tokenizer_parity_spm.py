@@ -32,7 +32,7 @@ import fastprep
 
 from . import tokenizer_data as data
 from . import tokenizer_data_spm as spm_data
-from .tokenizer_compare import diff
+from .tokenizer_compare import check_pair_with_settings, diff
 
 KINDS = list(spm_data.MISTRAL_VARIANTS)
 
@@ -283,32 +283,5 @@ def test_hyp_single(fuzz_pair, text, add_special):
 )
 def test_hyp_pairs_with_settings(fuzz_pair, a, b, max_length, stride, strategy, direction, pad):
     hf, fp = fuzz_pair
-    errors = []
-    for tok in (hf, fp):
-        tok.no_padding()
-        try:
-            tok.enable_truncation(max_length, stride=stride, strategy=strategy, direction=direction)
-        except BaseException as exc:  # HF: ValueError, or a panic when max_length < special tokens
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            errors.append(type(exc).__name__)
-    if errors:
-        assert len(errors) == 2, f"only one tokenizer refused the truncation settings: {errors}"
-        return
-    try:
-        for tok in (hf, fp):
-            if pad:
-                tok.enable_padding(direction=pad[0], length=pad[1], pad_id=0, pad_token="<unk>")
-        try:
-            ref = hf.encode(a, b)
-        except BaseException as exc:  # HF raises (or panics) on impossible settings; we refuse cleanly
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            with pytest.raises(fastprep.TokenizeError):
-                fp.encode(a, b)
-            return
-        assert diff(ref, fp.encode(a, b)) is None
-    finally:
-        for tok in (hf, fp):
-            tok.no_truncation()
-            tok.no_padding()
+    truncation = {"max_length": max_length, "stride": stride, "strategy": strategy, "direction": direction}
+    check_pair_with_settings(hf, fp, a, b, truncation, pad, pad_id=0, pad_token="<unk>")

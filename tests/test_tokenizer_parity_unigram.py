@@ -28,7 +28,7 @@ import fastprep
 
 from . import tokenizer_data as data
 from . import tokenizer_data_spm as spm_data
-from .tokenizer_compare import diff
+from .tokenizer_compare import check_pair_with_settings, diff
 
 KINDS = list(spm_data.UNIGRAM_KINDS)
 EDGE = [
@@ -213,30 +213,7 @@ def test_hyp_single(text, kind):
 )
 def test_hyp_pairs_truncated(a, b, kind, max_length, stride, direction):
     hf, fp = _hyp_pairs()[kind]
-    errors = []
-    for tok in (hf, fp):
-        try:
-            tok.enable_truncation(max_length, stride=stride, direction=direction)
-        except BaseException as exc:  # both refuse a stride that does not fit
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            errors.append(type(exc).__name__)
-    try:
-        if errors:
-            assert len(errors) == 2, f"only one tokenizer refused the truncation settings: {errors}"
-            return
-        try:
-            ref = hf.encode(a, b)
-        except BaseException as exc:
-            if isinstance(exc, KeyboardInterrupt):
-                raise
-            with pytest.raises(fastprep.TokenizeError):
-                fp.encode(a, b)
-            return
-        assert diff(ref, fp.encode(a, b)) is None
-    finally:
-        for tok in (hf, fp):
-            tok.no_truncation()
+    check_pair_with_settings(hf, fp, a, b, {"max_length": max_length, "stride": stride, "direction": direction})
 
 
 _HYP: dict[str, tuple[tokenizers.Tokenizer, fastprep.Tokenizer]] = {}

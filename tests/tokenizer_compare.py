@@ -34,3 +34,52 @@ def diff(ref: Any, got: Any, depth: int = 0) -> str | None:
         if d:
             return d
     return None
+
+
+def check_pair_with_settings(
+    hf: Any,
+    fp: Any,
+    a: str,
+    b: str,
+    truncation: dict[str, Any],
+    pad: tuple[str, int | None] | None = None,
+    pad_id: int = 0,
+    pad_token: str = "[PAD]",
+) -> None:
+    """Encodes the pair (a, b) on both tokenizers with the same truncation (``enable_truncation``
+    keywords) and padding (``(direction, length)`` or None) and asserts the same encoding, or that
+    both refuse the settings, or that fastprep raises ``TokenizeError`` where HF raises or panics.
+    Both tokenizers are left with neither truncation nor padding."""
+    import pytest
+
+    import fastprep
+
+    errors = []
+    for tok in (hf, fp):
+        tok.no_padding()
+        try:
+            tok.enable_truncation(**truncation)
+        except BaseException as exc:  # HF: ValueError, or a panic when max_length < special tokens
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            errors.append(type(exc).__name__)
+    try:
+        if errors:
+            assert len(errors) == 2, f"only one tokenizer refused the truncation settings: {errors}"
+            return
+        for tok in (hf, fp):
+            if pad:
+                tok.enable_padding(direction=pad[0], length=pad[1], pad_id=pad_id, pad_token=pad_token)
+        try:
+            ref = hf.encode(a, b)
+        except BaseException as exc:  # HF raises (or panics) on impossible settings; we refuse cleanly
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            with pytest.raises(fastprep.TokenizeError):
+                fp.encode(a, b)
+            return
+        assert diff(ref, fp.encode(a, b)) is None
+    finally:
+        for tok in (hf, fp):
+            tok.no_truncation()
+            tok.no_padding()
