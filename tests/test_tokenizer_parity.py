@@ -14,7 +14,9 @@ import tokenizers
 import fastprep
 
 from . import tokenizer_data as data
-from .tokenizer_compare import diff
+from .tokenizer_compare import apply_settings, check_pairs, diff
+from .tokenizer_compare import padding as _p
+from .tokenizer_compare import truncation as _t
 
 # cl100k_llama3: the same vocabulary as transformers converts it today (every split of every
 # token as a merge, ignore_merges true), the layout of Llama-3 style tokenizer.json files.
@@ -82,21 +84,6 @@ def test_edge_cases(pair):
         assert fp.decode(ids) == hf.decode(ids), text[:60]
 
 
-def _t(max_length, stride, strategy, direction):
-    return {"max_length": max_length, "stride": stride, "strategy": strategy, "direction": direction}
-
-
-def _p(direction, pad_id, pad_type_id, pad_token, length, pad_to_multiple_of):
-    return {
-        "direction": direction,
-        "pad_id": pad_id,
-        "pad_type_id": pad_type_id,
-        "pad_token": pad_token,
-        "length": length,
-        "pad_to_multiple_of": pad_to_multiple_of,
-    }
-
-
 SETTINGS = [
     {"truncation": _t(16, 0, "longest_first", "right")},
     {"truncation": _t(16, 4, "longest_first", "left")},
@@ -114,26 +101,9 @@ def test_pairs_truncation_padding(pair, settings):
     # Short texts: overflowing windows of a pair multiply (HF's cross product), so long ones explode.
     texts = [t[:200] for t in data.short_texts()[:60]]
     pairs = list(zip(texts[::2], texts[1::2], strict=False))
-    for tok in (hf, fp):
-        tok.no_padding()
-        tok.no_truncation()
-        if "truncation" in settings:
-            tok.enable_truncation(**settings["truncation"])
-        if "padding" in settings:
-            tok.enable_padding(**settings["padding"])
+    apply_settings(hf, fp, settings)
     try:
-        assert fp.truncation == hf.truncation and fp.padding == hf.padding
-        for a, b in pairs:
-            try:
-                ref = hf.encode(a, b)
-            except BaseException as exc:  # HF raises, or panics, on settings it cannot meet
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                with pytest.raises(fastprep.TokenizeError, match=r"truncat|stride"):
-                    fp.encode(a, b)
-                continue
-            assert diff(ref, fp.encode(a, b)) is None, (a[:30], b[:30], diff(ref, fp.encode(a, b)))
-            assert diff(hf.encode(a), fp.encode(a)) is None
+        check_pairs(hf, fp, pairs)
         try:
             ref_batch = hf.encode_batch(pairs)
         except BaseException as exc:

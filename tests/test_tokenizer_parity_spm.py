@@ -32,7 +32,7 @@ import fastprep
 
 from . import tokenizer_data as data
 from . import tokenizer_data_spm as spm_data
-from .tokenizer_compare import check_pair_with_settings, diff
+from .tokenizer_compare import apply_settings, check_pair_with_settings, check_pairs, diff
 
 KINDS = list(spm_data.MISTRAL_VARIANTS)
 
@@ -154,23 +154,9 @@ def test_pairs_truncation_padding(pair, settings_):
     _, hf, fp = pair
     texts = [t[:200] for t in [*data.short_texts()[:60], *EDGE]]
     pairs = list(zip(texts[::2], texts[1::2], strict=False))
-    for tok in (hf, fp):
-        if "truncation" in settings_:
-            tok.enable_truncation(**settings_["truncation"])
-        if "padding" in settings_:
-            tok.enable_padding(**settings_["padding"])
+    apply_settings(hf, fp, settings_)
     try:
-        assert fp.truncation == hf.truncation and fp.padding == hf.padding
-        for a, b in pairs:
-            try:
-                ref = hf.encode(a, b)
-            except BaseException as exc:  # HF raises, or panics, on settings it cannot meet
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                with pytest.raises(fastprep.TokenizeError, match=r"truncat|stride"):
-                    fp.encode(a, b)
-                continue
-            assert diff(ref, fp.encode(a, b)) is None, (a[:30], b[:30], diff(ref, fp.encode(a, b)))
+        check_pairs(hf, fp, pairs, singles=False)
         if settings_.get("truncation", {}).get("strategy") == "only_second":
             return  # single sequences have no second one to cut
         ref_b, got_b = hf.encode_batch(texts[:40]), fp.encode_batch(texts[:40])

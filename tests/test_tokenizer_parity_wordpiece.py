@@ -23,7 +23,9 @@ import fastprep
 
 from . import tokenizer_data as data
 from . import tokenizer_data_wordpiece as wp
-from .tokenizer_compare import check_pair_with_settings, diff
+from .tokenizer_compare import apply_settings, check_pair_with_settings, check_pairs, diff
+from .tokenizer_compare import padding as _p
+from .tokenizer_compare import truncation as _t
 
 TRAINED = {
     f"wp_{strip}_{'lower' if lower else 'cased'}".lower(): (strip, lower)
@@ -110,21 +112,6 @@ def test_edge_cases(pair):
             assert fp.decode(ids, skip_special_tokens=skip) == hf.decode(ids, skip_special_tokens=skip), text[:60]
 
 
-def _t(max_length, stride, strategy, direction):
-    return {"max_length": max_length, "stride": stride, "strategy": strategy, "direction": direction}
-
-
-def _p(direction, pad_id, pad_type_id, pad_token, length, pad_to_multiple_of):
-    return {
-        "direction": direction,
-        "pad_id": pad_id,
-        "pad_type_id": pad_type_id,
-        "pad_token": pad_token,
-        "length": length,
-        "pad_to_multiple_of": pad_to_multiple_of,
-    }
-
-
 SETTINGS = [
     {"truncation": _t(16, 0, "longest_first", "right")},
     {"truncation": _t(16, 4, "longest_first", "left")},
@@ -142,24 +129,9 @@ def test_pairs_truncation_padding(pair, settings_):
     _, hf, fp = pair
     texts = [t[:200] for t in data.short_texts()[:80]]
     pairs = list(zip(texts[::2], texts[1::2], strict=False))
-    for tok in (hf, fp):
-        if "truncation" in settings_:
-            tok.enable_truncation(**settings_["truncation"])
-        if "padding" in settings_:
-            tok.enable_padding(**settings_["padding"])
+    apply_settings(hf, fp, settings_)
     try:
-        assert fp.truncation == hf.truncation and fp.padding == hf.padding
-        for a, b in pairs:
-            try:
-                ref = hf.encode(a, b)
-            except BaseException as exc:  # HF raises, or panics, on settings it cannot meet
-                if isinstance(exc, KeyboardInterrupt):
-                    raise
-                with pytest.raises(fastprep.TokenizeError, match=r"truncat|stride"):
-                    fp.encode(a, b)
-                continue
-            assert diff(ref, fp.encode(a, b)) is None, (a[:30], b[:30], diff(ref, fp.encode(a, b)))
-            assert diff(hf.encode(a), fp.encode(a)) is None
+        check_pairs(hf, fp, pairs)
     finally:
         for tok in (hf, fp):
             tok.no_padding()

@@ -83,3 +83,56 @@ def check_pair_with_settings(
         for tok in (hf, fp):
             tok.no_truncation()
             tok.no_padding()
+
+
+def truncation(max_length: int, stride: int, strategy: str, direction: str) -> dict[str, Any]:
+    """``enable_truncation`` keywords, for a parametrized list of settings."""
+    return {"max_length": max_length, "stride": stride, "strategy": strategy, "direction": direction}
+
+
+def padding(
+    direction: str, pad_id: int, pad_type_id: int, pad_token: str, length: int | None, pad_to_multiple_of: int | None
+) -> dict[str, Any]:
+    """``enable_padding`` keywords, for a parametrized list of settings."""
+    return {
+        "direction": direction,
+        "pad_id": pad_id,
+        "pad_type_id": pad_type_id,
+        "pad_token": pad_token,
+        "length": length,
+        "pad_to_multiple_of": pad_to_multiple_of,
+    }
+
+
+def apply_settings(hf: Any, fp: Any, settings: dict[str, dict[str, Any]]) -> None:
+    """Sets the same ``{"truncation": ..., "padding": ...}`` on both tokenizers (from none) and
+    asserts they read back equal."""
+    for tok in (hf, fp):
+        tok.no_padding()
+        tok.no_truncation()
+        if "truncation" in settings:
+            tok.enable_truncation(**settings["truncation"])
+        if "padding" in settings:
+            tok.enable_padding(**settings["padding"])
+    assert fp.truncation == hf.truncation and fp.padding == hf.padding
+
+
+def check_pairs(hf: Any, fp: Any, pairs: list[tuple[str, str]], singles: bool = True) -> None:
+    """Asserts the same encoding of each pair (and of its first text alone, with ``singles``), or
+    fastprep's ``TokenizeError`` about truncation where HF raises or panics on the settings."""
+    import pytest
+
+    import fastprep
+
+    for a, b in pairs:
+        try:
+            ref = hf.encode(a, b)
+        except BaseException as exc:  # HF raises, or panics, on settings it cannot meet
+            if isinstance(exc, KeyboardInterrupt):
+                raise
+            with pytest.raises(fastprep.TokenizeError, match=r"truncat|stride"):
+                fp.encode(a, b)
+            continue
+        assert diff(ref, fp.encode(a, b)) is None, (a[:30], b[:30], diff(ref, fp.encode(a, b)))
+        if singles:
+            assert diff(hf.encode(a), fp.encode(a)) is None
