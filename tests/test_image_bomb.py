@@ -23,6 +23,7 @@ from PIL import Image
 
 import fastprep
 from fastprep import _core
+from fastprep.data import ImageCollate
 from fastprep.errors import DecodeError, DecompressionBombWarning
 
 from . import image_data as data
@@ -208,7 +209,7 @@ def test_no_warning_for_an_image_another_thread_decodes(big, other_limit):
         assert not bombs
 
 
-@pytest.mark.parametrize("entry", ["decode_batch", "ImagePipeline", "preprocess", "TrainPipeline"])
+@pytest.mark.parametrize("entry", ["decode_batch", "ImagePipeline", "preprocess", "TrainPipeline", "ImageCollate"])
 def test_batch_warning_names_the_first_image_over_the_limit(big, entry):
     small = _gray1(64, 48)
     broken = b"\x89PNG\r\n\x1a\n" + b"\x00" * 20
@@ -218,6 +219,9 @@ def test_batch_warning_names_the_first_image_over_the_limit(big, entry):
         "ImagePipeline": lambda: fastprep.ImagePipeline(resize_shorter=32, crop=32, on_error="skip")(batch),
         "preprocess": lambda: fastprep.preprocess(batch, resize_shorter=32, crop=32, on_error="skip"),
         "TrainPipeline": lambda: fastprep.TrainPipeline(32, seed=0, on_error="skip")(batch),
+        "ImageCollate": lambda: ImageCollate(return_tensors="np", resize_shorter=32, crop=32, on_error="skip")(
+            [(b, 0) for b in batch]
+        ),
     }
     with warnings.catch_warnings(record=True) as record:
         warnings.simplefilter("always")
