@@ -156,7 +156,7 @@ DECODERS = {
     "pillow": lambda b: np.asarray(Image.open(io.BytesIO(b)).convert("RGB")),
     "opencv": lambda b: cv2.imdecode(np.frombuffer(b, np.uint8), cv2.IMREAD_COLOR),
     "simplejpeg": lambda b: simplejpeg.decode_jpeg(b),
-    "fastprep-scaled-1/4": lambda b: fastprep._core.decode_image(b, "RGB", True, None, 4),
+    "fastprep-scaled-1/4": lambda b: fastprep._core.decode_image(b, "RGB", True, None, 4)[0],
     "opencv-reduced-4": lambda b: cv2.imdecode(np.frombuffer(b, np.uint8), cv2.IMREAD_REDUCED_COLOR_4),
 }
 if TURBOJPEG is not None:

@@ -61,7 +61,7 @@ def gpu_decode(blobs: list[bytes], denom: int = 1, be: EmuBackend | None = None)
 
 
 def _cpu(blob: bytes, denom: int = 1) -> np.ndarray:
-    return np.asarray(_core.decode_image(blob, "RGB", True, None, denom))
+    return np.asarray(_core.decode_image(blob, "RGB", True, None, denom)[0])
 
 
 def _check(names: list[str], blobs: list[bytes], denom: int) -> None:

@@ -85,23 +85,27 @@ def resize_vertical_first(width: int, height: int, out_width: int, out_height: i
 def normalize_table(
     mean: list[float] | tuple[float, float, float], std: list[float] | tuple[float, float, float], dtype: str
 ) -> bytes: ...
+
+# decode_image: the pixels, and whether the image is over DEFAULT_MAX_PIXELS (within max_pixels).
+# decode_images, preprocess_into, train_preprocess_into: per image, its result; then (index, width,
+# height) of each image over DEFAULT_MAX_PIXELS, in index order.
 def decode_image(
     data: bytes,
     mode: str = "RGB",
     apply_exif_orientation: bool = True,
     max_pixels: int | None = ...,
     scale_denom: int = 1,
-) -> PixelBuffer: ...
+) -> tuple[PixelBuffer, bool]: ...
 def decode_images(
     items: list[bytes],
     mode: str = "RGB",
     apply_exif_orientation: bool = True,
     max_pixels: int | None = ...,
     num_threads: int | None = None,
-) -> list[PixelBuffer | tuple[str, str]]: ...
+) -> tuple[list[PixelBuffer | tuple[str, str]], list[tuple[int, int, int]]]: ...
 def preprocess_into(
     items: list[bytes], out: Any, settings: dict[str, Any], num_threads: int | None = None
-) -> tuple[list[tuple[str, str] | None], list[tuple[int, int, int]]]: ...
+) -> tuple[list[tuple[str, str] | None], list[tuple[int, int, int]], list[tuple[int, int, int]]]: ...
 def train_preprocess_into(
     items: list[bytes],
     out: Any,
@@ -110,7 +114,12 @@ def train_preprocess_into(
     step: int,
     params: list[tuple[int, int, int, int, int]] | None = None,
     num_threads: int | None = None,
-) -> tuple[list[tuple[str, str] | None], list[tuple[int, int, int]], list[tuple[int, int, int, int, int]]]: ...
+) -> tuple[
+    list[tuple[str, str] | None],
+    list[tuple[int, int, int]],
+    list[tuple[int, int, int, int, int]],
+    list[tuple[int, int, int]],
+]: ...
 def jpeg_layouts(
     items: list[bytes],
     max_pixels: int | None = ...,
@@ -122,9 +131,6 @@ def jpeg_coefficients_into(
 ) -> list[tuple[str, str] | None]: ...
 
 DEFAULT_MAX_PIXELS: Final[int]
-
-def images_over_max_image_pixels() -> int:
-    """Images over ``DEFAULT_MAX_PIXELS`` (and within their limit) sized in this process so far."""
 
 @final
 class PixelBuffer:

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import importlib.metadata
 import numbers
+import os
+import sys
 import warnings
 from collections.abc import Sequence
 from typing import Any, Literal
@@ -94,9 +96,11 @@ def decode(
     """
     import numpy as np
 
-    arr = np.asarray(_core.decode_image(_as_bytes(data), mode, apply_exif_orientation, _limit(max_pixels), 1))
-    if arr.shape[0] * arr.shape[1] > MAX_IMAGE_PIXELS and max_pixels == MAX_IMAGE_PIXELS:
-        _bomb_warning(f"an image of {arr.shape[1]}x{arr.shape[0]} = {arr.shape[0] * arr.shape[1]} pixels")
+    pixels, over = _core.decode_image(_as_bytes(data), mode, apply_exif_orientation, _limit(max_pixels), 1)
+    arr = np.asarray(pixels)
+    if over and max_pixels == MAX_IMAGE_PIXELS:
+        h, w = arr.shape[:2]
+        _bomb_warning(f"an image of {w}x{h} = {w * h} pixels")
     return arr
 
 
@@ -117,28 +121,11 @@ def decode_batch(
     ``on_error="skip"`` puts None in place of each failed image. ``max_pixels`` as in ``decode``
     (one ``DecompressionBombWarning`` per call, naming the first image over ``MAX_IMAGE_PIXELS``).
     """
-    import numpy as np
-
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
     blobs = [_as_bytes(d, i) for i, d in enumerate(items)]
-    watch = _bomb_watch(max_pixels)
-    results = _core.decode_images(blobs, mode, apply_exif_orientation, _limit(max_pixels), num_threads)
-    out: list[Any] = []
-    errors: list[DecodeError] = []
-    for i, r in enumerate(results):
-        if isinstance(r, tuple):
-            reason, message = r
-            errors.append(DecodeError(message, i, reason))
-            out.append(None)
-        else:
-            out.append(np.asarray(r))
-    if watch is not None and _core.images_over_max_image_pixels() != watch:
-        # The count is the process's: only this call's own images over the limit warn.
-        big = [i for i, a in enumerate(out) if a is not None and a.shape[0] * a.shape[1] > MAX_IMAGE_PIXELS]
-        if big:
-            h, w = out[big[0]].shape[:2]
-            _bomb_warning(f"{len(big)} image(s) of the batch, the first (index {big[0]}) {w}x{h} = {w * h} pixels")
+    out, errors, over = _decode_all(blobs, mode, apply_exif_orientation, _limit(max_pixels), num_threads)
+    _warn_over_limit(over, max_pixels)
     if errors and on_error == "raise":
         first = errors[0]
         if len(errors) > 1:
@@ -158,35 +145,67 @@ def _limit(max_pixels: int | None) -> int | None:
 
 def _hard_limit(max_pixels: int | None) -> int | None:
     """``max_pixels`` itself, but twice the default for the default: Pillow refuses only there
-    (``DecompressionBombError``) and warns above the default (``_bomb_watch``)."""
+    (``DecompressionBombError``) and warns above the default (``_warn_over_limit``)."""
     if max_pixels is None:
         return None
     return 2 * MAX_IMAGE_PIXELS if max_pixels == MAX_IMAGE_PIXELS else int(max_pixels)
 
 
-def _bomb_watch(max_pixels: int | None) -> int | None:
-    """With the default limit, the core's count of images sized over ``MAX_IMAGE_PIXELS`` so far
-    (a call that moves it warns: ``_warn_if_bombs``); else None. The count moves only above the
-    limit, so images under it cost nothing more."""
-    return _core.images_over_max_image_pixels() if max_pixels == MAX_IMAGE_PIXELS else None
+def _decode_all(
+    blobs: list[bytes], mode: str, apply_exif_orientation: bool, limit: int | None, num_threads: int | None
+) -> tuple[list[Any], list[DecodeError], list[tuple[int, int, int]]]:
+    """``decode_batch``'s work under the core's ``limit``: one array per input (None where it
+    failed), the failures, and ``(index, width, height)`` of each image over ``MAX_IMAGE_PIXELS``."""
+    import numpy as np
+
+    results, over = _core.decode_images(blobs, mode, apply_exif_orientation, limit, num_threads)
+    out: list[Any] = []
+    errors: list[DecodeError] = []
+    for i, r in enumerate(results):
+        if isinstance(r, tuple):
+            reason, message = r
+            errors.append(DecodeError(message, i, reason))
+            out.append(None)
+        else:
+            out.append(np.asarray(r))
+    return out, errors, over
 
 
-def _warn_if_bombs(watch: int | None, what: str) -> None:
-    """Warns if the count moved since ``watch``. The count is the process's: a call running
-    while another thread decodes such an image with the default limit may warn for it too."""
-    if watch is not None and _core.images_over_max_image_pixels() != watch:
-        _bomb_warning(what, stacklevel=4)
+def _warn_over_limit(over: Sequence[tuple[int, int, int]], max_pixels: int | None) -> None:
+    """With the default limit, the warning for the images of one call that the core found over
+    ``MAX_IMAGE_PIXELS``: ``over`` holds their ``(index, width, height)`` in index order, from
+    that call's own results (so a call never warns for an image another thread decodes)."""
+    if over and max_pixels == MAX_IMAGE_PIXELS:
+        i, w, h = over[0]
+        _bomb_warning(f"{len(over)} image(s) of the batch, the first (index {i}) {w}x{h} = {w * h} pixels")
 
 
-def _bomb_warning(what: str, stacklevel: int = 3) -> None:
+def _bomb_warning(what: str) -> None:
     warnings.warn(
         DecompressionBombWarning(
             f"{what} over MAX_IMAGE_PIXELS ({MAX_IMAGE_PIXELS}): decoded, as Pillow decodes (and warns) up to "
             f"twice that, which is refused; could be a decompression bomb. Pass max_pixels=None if the "
             f"files are trusted, or max_pixels=N to refuse images over N"
         ),
-        stacklevel=stacklevel,
+        stacklevel=_caller_stacklevel(),
     )
+
+
+_PACKAGE_DIR = os.path.dirname(__file__) + os.sep
+
+
+def _caller_stacklevel() -> int:
+    """The ``stacklevel`` that makes a ``warnings.warn`` in the function calling this one name
+    the first frame outside fastprep: the user's line, however deep in fastprep the warning is
+    made (``preprocess`` runs a pipeline, ``ImageCollate`` runs ``preprocess``). Python 3.12's
+    ``skip_file_prefixes`` does this; 3.11 has none. Where every frame is fastprep's (a job's
+    thread), the outermost one."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+        frame = frame.f_back
+        level += 1
+    return level
 
 
 def _shape(arr: Any) -> tuple[int, int, int]:

@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from . import _core
 from .errors import DecodeError
-from .image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _bomb_watch, _hard_limit, _warn_if_bombs
+from .image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _hard_limit, _warn_over_limit
 from .pool import BlockPool
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "STAGES", "ImagePipeline", "preprocess"]
@@ -154,10 +154,9 @@ class ImagePipeline:
         blobs = [_as_bytes(d, i) for i, d in enumerate(images)]
         block = self._block(len(blobs))
         start = time.perf_counter()
-        watch = _bomb_watch(self._max_pixels)
-        errors, times = _core.preprocess_into(blobs, block, self.settings, self.num_threads)
+        errors, times, over = _core.preprocess_into(blobs, block, self.settings, self.num_threads)
         wall = time.perf_counter() - start
-        _warn_if_bombs(watch, "an image of the batch")
+        _warn_over_limit(over, self._max_pixels)
         batch, ok, timings = self._finish(block, errors, times, wall)
         result: tuple[Any, ...] = (batch, ok) if self.on_error == "skip" else (batch,)
         if return_timings:

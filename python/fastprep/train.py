@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from . import _core
-from .image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _bomb_watch, _hard_limit, _warn_if_bombs
+from .image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _hard_limit, _warn_over_limit
 from .pipeline import _DTYPES, IMAGENET_MEAN, IMAGENET_STD, ImagePipeline
 
 __all__ = ["PARAM_COLUMNS", "TrainPipeline"]
@@ -151,12 +151,11 @@ class TrainPipeline(ImagePipeline):
             raise ValueError(f"step must be in [0, 2**64), got {step}")
         block = self._block(len(blobs))
         start = time.perf_counter()
-        watch = _bomb_watch(self._max_pixels)
-        errors, times, used = _core.train_preprocess_into(
+        errors, times, used, over = _core.train_preprocess_into(
             blobs, block, self.settings, self.seed, step, given, self.num_threads
         )
         wall = time.perf_counter() - start
-        _warn_if_bombs(watch, "an image of the batch")
+        _warn_over_limit(over, self._max_pixels)
         batch, ok, timings = self._finish(block, errors, times, wall)
         out_params = np.asarray(used, dtype=np.int64).reshape(len(blobs), 5)
         result: tuple[Any, ...] = (batch, out_params)

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from .. import _core
 from ..errors import DecodeError
-from ..image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _bomb_watch, _limit, _warn_if_bombs, decode_batch
+from ..image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _decode_all, _limit, _warn_over_limit, decode_batch
 from .backend import Backend, _backend, _staging, _upload
 from .jpeg_entropy import EntropyBatch, ScanPlan, decode_scans, parse_scan, plan_batch
 from .jpeg_idct import JpegPlan, plan_jpeg, run_jpeg_decode
@@ -129,7 +129,6 @@ def gpu_preprocess(
     blobs = [_as_bytes(d, i) for i, d in enumerate(images)]
     n = len(blobs)
     limit = _limit(max_pixels)
-    watch = _bomb_watch(max_pixels)
     layouts = _core.jpeg_layouts(blobs, limit, apply_exif_orientation, num_threads) if blobs else []
     plans, scans = _plan_jpegs(blobs, layouts, draft, resize_shorter, size, entropy)
     # The coefficient region: the CPU-entropy JPEGs' first (uploaded), then the GPU-entropy ones'
@@ -151,7 +150,7 @@ def gpu_preprocess(
     staged = scan_at + (_align(batch.nbytes) if batch else 0)
     # The CPU decodes go first.
     cpu_idx = [i for i in range(n) if i not in plans]
-    decoded = _cpu_decode(
+    decoded, cpu_over = _cpu_decode(
         blobs, cpu_idx, layouts, draft, resize_shorter, size, limit, apply_exif_orientation, num_threads
     )
     pix_offsets: dict[int, int] = {}
@@ -175,15 +174,18 @@ def gpu_preprocess(
     if refused:
         for i in refused:  # the CPU decoder has the last word on a file refused here
             del plans[i]
-        late = _cpu_decode(blobs, refused, layouts, draft, resize_shorter, size, limit, apply_exif_orientation, 1)
+        late, late_over = _cpu_decode(
+            blobs, refused, layouts, draft, resize_shorter, size, limit, apply_exif_orientation, 1
+        )
         decoded.update(late)
+        cpu_over |= late_over
     for i, at in pix_offsets.items():
         a = decoded[i]
         host[at : at + a.size] = a.reshape(-1)
     _upload(be, flat, host, scan_at + (_align(batch.nbytes) if batch else 0), staged)
     release()  # the staging block goes back to its pool once the copies reading it are done
-    _warn_if_bombs(watch, "an image of the batch")
     ok_idx = sorted([*plans, *(i for i, a in decoded.items() if a is not None)])
+    _warn_over_limit(_over_limit(ok_idx, layouts, decoded, cpu_over), max_pixels)
     failed = [i for i in range(n) if i not in ok_idx]
     if failed and on_error == "raise":
         try:
@@ -360,12 +362,14 @@ def _cpu_decode(
     limit: int | None,
     apply_exif_orientation: bool,
     num_threads: int | None,
-) -> dict[int, Any]:
+) -> tuple[dict[int, Any], set[int]]:
     """RGB arrays (None for a failure) of the images the kernels do not decode: in one parallel
-    batch, except JPEGs that draft mode decodes at a reduced scale (CMYK and the like)."""
+    batch, except JPEGs that draft mode decodes at a reduced scale (CMYK and the like); and
+    which of them the core found over ``MAX_IMAGE_PIXELS``."""
     import numpy as np
 
     out: dict[int, Any] = {}
+    over: set[int] = set()
     scaled = {}
     for i in idx:
         lay = layouts[i]
@@ -374,14 +378,37 @@ def _cpu_decode(
             scaled[i] = denom
     plain = [i for i in idx if i not in scaled]
     if plain:
-        arrays = decode_batch(
-            [blobs[i] for i in plain], mode="RGB", apply_exif_orientation=apply_exif_orientation,
-            max_pixels=limit, num_threads=num_threads, on_error="skip",
-        )  # fmt: skip
+        arrays, _, plain_over = _decode_all(
+            [blobs[i] for i in plain], "RGB", apply_exif_orientation, limit, num_threads
+        )
         out.update(zip(plain, arrays, strict=True))
+        over.update(plain[k] for k, _, _ in plain_over)
     for i, denom in scaled.items():
         try:
-            out[i] = np.asarray(_core.decode_image(blobs[i], "RGB", apply_exif_orientation, limit, denom))
+            pixels, big = _core.decode_image(blobs[i], "RGB", apply_exif_orientation, limit, denom)
         except DecodeError:
             out[i] = None
-    return out
+            continue
+        out[i] = np.asarray(pixels)
+        if big:
+            over.add(i)
+    return out, over
+
+
+def _over_limit(
+    ok_idx: list[int], layouts: list[dict[str, Any] | tuple[str, str]], decoded: dict[int, Any], cpu_over: set[int]
+) -> list[tuple[int, int, int]]:
+    """(index, oriented width, height) of the images of the batch over ``MAX_IMAGE_PIXELS``: a
+    JPEG's flag and size come from its header (``jpeg_layouts``), whichever decoder ran, another
+    file's from its CPU decode (at full scale: only JPEGs are drafted)."""
+    over = []
+    for i in ok_idx:
+        lay = layouts[i]
+        if isinstance(lay, dict):
+            if lay["over_default_max_pixels"]:
+                swap = lay["orientation"] >= 5
+                over.append((i, lay["height"], lay["width"]) if swap else (i, lay["width"], lay["height"]))
+        elif i in cpu_over:
+            h, w = decoded[i].shape[:2]
+            over.append((i, w, h))
+    return over

@@ -17,17 +17,6 @@ pub fn no_memory(width: usize, height: usize, e: AllocError) -> DecodeError {
 /// Pillow's default `Image.MAX_IMAGE_PIXELS` (1024 * 1024 * 1024 // 4 // 3).
 pub const DEFAULT_MAX_PIXELS: u64 = 89_478_485;
 
-/// Images within their limit but over `DEFAULT_MAX_PIXELS`, counted since the process began:
-/// Pillow warns for these (`DecompressionBombWarning`) and refuses only above twice the limit,
-/// so the Python layer, whose default limit is that pair, warns when a call moved the count.
-/// Counted where the size is checked, so that images under the limit cost nothing more.
-static OVER_DEFAULT_MAX_PIXELS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-
-/// How many images over `DEFAULT_MAX_PIXELS` (and within their limit) were sized so far.
-pub fn over_default_max_pixels() -> u64 {
-    OVER_DEFAULT_MAX_PIXELS.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RawKind {
     L,
@@ -55,6 +44,8 @@ pub struct Raw {
     pub height: usize,
     pub kind: RawKind,
     pub pixels: Vec<u8>,
+    /// The file's header size is over `DEFAULT_MAX_PIXELS` (`check_pixels`).
+    pub over_default_max_pixels: bool,
 }
 
 /// The channels asked for.
@@ -86,6 +77,11 @@ pub struct Image {
     pub height: usize,
     pub channels: usize,
     pub pixels: Vec<u8>,
+    /// The whole file's header size (whatever region or draft scale was decoded) is over
+    /// `DEFAULT_MAX_PIXELS` and within the caller's limit: Pillow's default pair of limits decodes
+    /// such an image with a `DecompressionBombWarning`. The flag travels with the image so that
+    /// a caller warns for its own images only (`check_pixels`).
+    pub over_default_max_pixels: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -114,7 +110,10 @@ impl Default for DecodeOptions {
     }
 }
 
-pub fn check_pixels(width: usize, height: usize, max: Option<u64>) -> Result<(), DecodeError> {
+/// Refuses an empty image and one over `max`; else says whether it is over `DEFAULT_MAX_PIXELS`
+/// (the image's `over_default_max_pixels`). A comparison on the header's size, made once per
+/// image where the size is checked anyway.
+pub fn check_pixels(width: usize, height: usize, max: Option<u64>) -> Result<bool, DecodeError> {
     let pixels = width as u64 * height as u64;
     if width == 0 || height == 0 {
         return Err(DecodeError::Corrupt(
@@ -129,12 +128,7 @@ pub fn check_pixels(width: usize, height: usize, max: Option<u64>) -> Result<(),
             pixels,
             limit,
         }),
-        _ => {
-            if pixels > DEFAULT_MAX_PIXELS {
-                OVER_DEFAULT_MAX_PIXELS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            }
-            Ok(())
-        }
+        _ => Ok(pixels > DEFAULT_MAX_PIXELS),
     }
 }
 
@@ -268,7 +262,7 @@ fn cmyk_to_rgb(p: &[u8]) -> [u8; 3] {
 /// Converts to `mode` with Pillow's conversions (alpha dropped, not composited, as Pillow does).
 pub fn convert(raw: Raw, mode: Mode) -> Result<Image, DecodeError> {
     use RawKind as K;
-    let (w, h) = (raw.width, raw.height);
+    let (w, h, over_default_max_pixels) = (raw.width, raw.height, raw.over_default_max_pixels);
     let src = &raw.pixels;
     let out_channels = match (mode, raw.kind) {
         (Mode::Unchanged, k) => k.channels(),
@@ -286,6 +280,7 @@ pub fn convert(raw: Raw, mode: Mode) -> Result<Image, DecodeError> {
             height: h,
             channels: out_channels,
             pixels: raw.pixels,
+            over_default_max_pixels,
         });
     }
     let mut out = alloc::product(&[w, h, out_channels])
@@ -317,6 +312,7 @@ pub fn convert(raw: Raw, mode: Mode) -> Result<Image, DecodeError> {
         height: h,
         channels: out_channels,
         pixels: out,
+        over_default_max_pixels,
     })
 }
 
@@ -371,12 +367,26 @@ pub fn orient(img: &Image, orientation: u32) -> Result<Image, DecodeError> {
         height: oh,
         channels: c,
         pixels: out,
+        over_default_max_pixels: img.over_default_max_pixels,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn check_pixels_flags_images_over_the_default_limit() {
+        let m = DEFAULT_MAX_PIXELS as usize;
+        assert_eq!(check_pixels(m, 1, None), Ok(false));
+        assert_eq!(check_pixels(m + 1, 1, None), Ok(true));
+        assert_eq!(check_pixels(9000, 10_000, Some(2 * m as u64)), Ok(true));
+        assert_eq!(
+            check_pixels(640, 480, Some(1000)).unwrap_err().reason(),
+            "too_large"
+        );
+        assert_eq!(check_pixels(0, 480, None).unwrap_err().reason(), "corrupt");
+    }
 
     #[test]
     fn progressive_jpegs_cost_more_per_byte() {

@@ -327,7 +327,8 @@ fn decode_rect(
 ) -> Result<(Raw, Rect), RegionError> {
     with_handle(|h| -> Result<(Raw, Rect), RegionError> {
         let info = header(h, data)?;
-        super::decode::check_pixels(info.width, info.height, max_pixels)?;
+        let over_default_max_pixels =
+            super::decode::check_pixels(info.width, info.height, max_pixels)?;
         let (pf, channels, kind) = match info.colorspace as u32 {
             tj::TJCS_TJCS_GRAY => (tj::TJPF_TJPF_GRAY, 1, RawKind::L),
             tj::TJCS_TJCS_CMYK | tj::TJCS_TJCS_YCCK => (tj::TJPF_TJPF_CMYK, 4, RawKind::Cmyk),
@@ -428,6 +429,7 @@ fn decode_rect(
                 height,
                 kind,
                 pixels,
+                over_default_max_pixels,
             },
             rect,
         ))

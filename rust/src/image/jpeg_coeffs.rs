@@ -65,6 +65,8 @@ pub struct Layout {
     /// libjpeg-turbo smooths the blocks of a progressive file whose low-frequency coefficients
     /// never got full precision (`decompress_smooth_data`): such a file is decoded on the CPU.
     pub block_smoothing: bool,
+    /// The size is over `DEFAULT_MAX_PIXELS` (see `Image::over_default_max_pixels`).
+    pub over_default_max_pixels: bool,
 }
 
 impl Layout {
@@ -283,10 +285,11 @@ pub fn read_layout(data: &[u8], max_pixels: Option<u64>) -> Result<Layout, Decod
             tables,
             smoothing,
         },
+        over_default_max_pixels,
     ) = jpeg::with_transform_handle(|h| {
         let info = jpeg::header(h, data)?;
-        super::decode::check_pixels(info.width, info.height, max_pixels)?;
-        Ok((info, parse_markers(data)?))
+        let over = super::decode::check_pixels(info.width, info.height, max_pixels)?;
+        Ok((info, parse_markers(data)?, over))
     })?;
     if (w, h) != (info.width, info.height) {
         return Err(corrupt(
@@ -326,6 +329,7 @@ pub fn read_layout(data: &[u8], max_pixels: Option<u64>) -> Result<Layout, Decod
         max_v,
         components,
         block_smoothing: smoothing,
+        over_default_max_pixels,
     })
 }
 

@@ -20,7 +20,7 @@ mod resize_passes;
 mod resize_wide;
 pub mod train;
 
-pub use decode::{decode, over_default_max_pixels, DecodeOptions, Image, Mode, DEFAULT_MAX_PIXELS};
+pub use decode::{decode, DecodeOptions, Image, Mode, DEFAULT_MAX_PIXELS};
 pub use reduce::{reduce_u8, reduce_wide};
 pub use resize::{
     resize_region_into, resize_u8, resize_window_u8, resize_window_u8_alpha, Filter, Window,

@@ -96,6 +96,15 @@ pub struct StageTimes {
     pub normalize: u64,
 }
 
+/// What `process_one` reports of one image besides its pixels.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Processed {
+    pub times: StageTimes,
+    /// The (oriented, full-size) image's (width, height) when it is over `DEFAULT_MAX_PIXELS`
+    /// (`Image::over_default_max_pixels`): the caller warns for it, as Pillow's default does.
+    pub over_default_max_pixels: Option<(usize, usize)>,
+}
+
 /// torchvision's `Resize(int)` target size for an image of (w, h).
 pub fn resized_size(resize: Resize, w: usize, h: usize) -> (usize, usize) {
     match resize {
@@ -415,7 +424,7 @@ pub fn process_one(
     spec: &Spec,
     tables: &Tables,
     out: &mut [u8],
-) -> Result<StageTimes, DecodeError> {
+) -> Result<Processed, DecodeError> {
     let (cw, ch) = spec
         .out_size()
         .map_err(|e| DecodeError::Unsupported("pipeline", e))?;
@@ -444,6 +453,7 @@ pub fn process_one(
         }
     };
     let decode_ns = nanos(t0);
+    let over_default_max_pixels = dec.img.over_default_max_pixels.then_some(dec.full);
 
     let t1 = Instant::now();
     let (rw, rh) = resized_size(spec.resize, dec.full.0, dec.full.1);
@@ -467,10 +477,13 @@ pub fn process_one(
 
     let t2 = Instant::now();
     write_output(&pixels, cw, ch, (spec.layout, spec.dtype), tables, out);
-    Ok(StageTimes {
-        decode: decode_ns,
-        resize: resize_ns,
-        normalize: nanos(t2),
+    Ok(Processed {
+        times: StageTimes {
+            decode: decode_ns,
+            resize: resize_ns,
+            normalize: nanos(t2),
+        },
+        over_default_max_pixels,
     })
 }
 

@@ -320,9 +320,8 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
     // reads for the first frame count (an animated file's later frames may carry EXIF too).
     let orientation = super::orientation::png(&data[..walk.body_end])?;
     // The size is checked from IHDR (always the first chunk) before the decoder reads further.
-    if walk.width > 0 && walk.height > 0 {
-        check_pixels(walk.width, walk.height, max_pixels)?;
-    }
+    let over_default_max_pixels =
+        walk.width > 0 && walk.height > 0 && check_pixels(walk.width, walk.height, max_pixels)?;
     // A palette's colours and alpha come from the crate's expansion: give it Pillow's.
     let palette = if walk.color == 3 {
         Rewrite {
@@ -344,6 +343,11 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
         let format = (walk.depth, walk.color, walk.interlaced);
         let end = walk.rewrite_end;
         let raw = png_rewrite::partial_frame(data, end, frame, size, format, palette, max_pixels)?;
+        // The frame's own decodes see rewritten headers: the file's IHDR has the last word.
+        let raw = Raw {
+            over_default_max_pixels,
+            ..raw
+        };
         return Ok(PngOut { raw, orientation });
     }
     // A header claiming more rows than the data can inflate to, or a data chunk cut short, goes
@@ -429,7 +433,7 @@ fn decode_with_crate(
     let mut reader = decoder.read_info().map_err(|e| refused(map_err(e)))?;
     let info = reader.info();
     let (width, height) = (info.width as usize, info.height as usize);
-    check_pixels(width, height, max_pixels).map_err(refused)?;
+    let over_default_max_pixels = check_pixels(width, height, max_pixels).map_err(refused)?;
     let gray16 = info.color_type == ColorType::Grayscale && info.bit_depth == BitDepth::Sixteen;
     let (color, depth) = reader.output_color_type();
     let no_memory = |e| refused(no_memory(width, height, e));
@@ -481,6 +485,7 @@ fn decode_with_crate(
         height,
         kind,
         pixels,
+        over_default_max_pixels,
     })
 }
 

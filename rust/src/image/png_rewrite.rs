@@ -221,5 +221,7 @@ pub(super) fn partial_frame(
         height,
         kind: part.kind,
         pixels,
+        // Set by `png::decode` from the file's own IHDR (the decodes here see rewritten ones).
+        over_default_max_pixels: false,
     })
 }

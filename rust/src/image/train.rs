@@ -16,7 +16,8 @@
 use super::decode::{self, DecodeError, DecodeOptions, Format, Image, Mode};
 use super::jpeg::{self, Rect};
 use super::pipeline::{
-    map_rect, recycle_pixels, spare_pixels, write_output, DType, Layout, StageTimes, Tables,
+    map_rect, recycle_pixels, spare_pixels, write_output, DType, Layout, Processed, StageTimes,
+    Tables,
 };
 use super::resize::{resize_region_into, Filter, Window};
 use std::time::Instant;
@@ -227,12 +228,13 @@ fn choose(
     }
 }
 
-/// The crop's pixels (RGB, `width * height * 3` bytes) and the parameters used.
+/// The crop's pixels (RGB, `width * height * 3` bytes), the parameters used, and the oriented
+/// image's (width, height) if it is over `DEFAULT_MAX_PIXELS` (`Processed`).
 fn decode_crop(
     data: &[u8],
     spec: &TrainSpec,
     choice: Choice,
-) -> Result<(Vec<u8>, Params), DecodeError> {
+) -> Result<(Vec<u8>, Params, Option<(usize, usize)>), DecodeError> {
     if decode::sniff(data)? != Format::Jpeg {
         let opts = DecodeOptions {
             mode: Mode::Rgb,
@@ -249,7 +251,10 @@ fn decode_crop(
             height: img.height,
         };
         let crop = cut(&img, all, p)?;
-        return Ok((crop, p));
+        let over = img
+            .over_default_max_pixels
+            .then_some((img.width, img.height));
+        return Ok((crop, p, over));
     }
     let (sw, sh, _) = decode::stored_size(data)?;
     let o = if spec.apply_exif_orientation {
@@ -301,8 +306,9 @@ fn decode_crop(
         ));
     };
     let crop = cut(&img, region, p);
+    let over = img.over_default_max_pixels.then_some((w, h));
     recycle_pixels(img.pixels);
-    Ok((crop?, p))
+    Ok((crop?, p, over))
 }
 
 /// Copies the crop `p` out of `img`, which holds the rectangle `region` of the image.
@@ -351,16 +357,16 @@ fn nanos(since: Instant) -> u64 {
 }
 
 /// Runs the training transform on one encoded image, writing `spec.image_bytes()` bytes into
-/// `out`; returns the parameters used and the time of each stage.
+/// `out`; returns the parameters used, the time of each stage and the size flag.
 pub fn process_one(
     data: &[u8],
     spec: &TrainSpec,
     tables: &Tables,
     choice: Choice,
     out: &mut [u8],
-) -> Result<(Params, StageTimes), DecodeError> {
+) -> Result<(Params, Processed), DecodeError> {
     let t0 = Instant::now();
-    let (crop, p) = decode_crop(data, spec, choice)?;
+    let (crop, p, over_default_max_pixels) = decode_crop(data, spec, choice)?;
     let decode_ns = nanos(t0);
 
     let t1 = Instant::now();
@@ -405,7 +411,13 @@ pub fn process_one(
         resize: resize_ns,
         normalize: nanos(t2),
     };
-    Ok((p, times))
+    Ok((
+        p,
+        Processed {
+            times,
+            over_default_max_pixels,
+        },
+    ))
 }
 
 #[cfg(test)]

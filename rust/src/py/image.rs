@@ -3,7 +3,7 @@ use super::buffer::PixelBuffer;
 use super::threads;
 use crate::error::{DecodeError as CoreDecodeError, ImageError};
 use crate::image::jpeg_coeffs;
-use crate::image::pipeline::{process_one, DType, Layout, Resize, Spec, StageTimes, Tables};
+use crate::image::pipeline::{process_one, DType, Layout, Processed, Resize, Spec, Tables};
 use crate::image::resize_box::FloatBox;
 use crate::image::{
     decode, resize_box_u8, resize_region_into, resize_window_u8_alpha, DecodeOptions, Filter,
@@ -243,14 +243,12 @@ fn to_buffer(img: Image) -> PixelBuffer {
     PixelBuffer::new(img.pixels, img.height, img.width, img.channels)
 }
 
-/// How many images over `DEFAULT_MAX_PIXELS` (Pillow's `MAX_IMAGE_PIXELS`) and within their
-/// limit this process has sized: the facade warns when a call moves it.
-#[pyfunction]
-pub fn images_over_max_image_pixels() -> u64 {
-    crate::image::over_default_max_pixels()
-}
+/// `(index, width, height)` of an image of a batch over `DEFAULT_MAX_PIXELS` (Pillow's
+/// `MAX_IMAGE_PIXELS`) and within its limit: the facade warns for the call's own such images.
+pub type OverLimit = (usize, usize, usize);
 
-/// Decodes one JPEG or PNG (bytes) to a `PixelBuffer`; the GIL is released while decoding.
+/// Decodes one JPEG or PNG (bytes) to a `PixelBuffer`, with whether the image is over
+/// `DEFAULT_MAX_PIXELS` (the facade's warning); the GIL is released while decoding.
 #[pyfunction]
 #[pyo3(signature = (data, mode = "RGB", apply_exif_orientation = true, max_pixels = Some(DEFAULT_MAX_PIXELS), scale_denom = 1))]
 pub fn decode_image(
@@ -260,15 +258,19 @@ pub fn decode_image(
     apply_exif_orientation: bool,
     max_pixels: Option<u64>,
     scale_denom: u32,
-) -> PyResult<PixelBuffer> {
+) -> PyResult<(PixelBuffer, bool)> {
     let opts = options(mode, apply_exif_orientation, max_pixels, scale_denom)?;
     py.detach(|| decode(data, &opts))
-        .map(to_buffer)
+        .map(|img| {
+            let over = img.over_default_max_pixels;
+            (to_buffer(img), over)
+        })
         .map_err(|e| decode_error(&e, None))
 }
 
 /// Decodes a list of bytes on fastprep's thread pool. Each item is a `PixelBuffer`, or for an
-/// image that failed, a `(reason, message)` tuple; the facade raises or skips.
+/// image that failed, a `(reason, message)` tuple; the facade raises or skips. With them, the
+/// images over `DEFAULT_MAX_PIXELS`, in index order.
 #[pyfunction]
 #[pyo3(signature = (items, mode = "RGB", apply_exif_orientation = true, max_pixels = Some(DEFAULT_MAX_PIXELS), num_threads = None))]
 pub fn decode_images<'py>(
@@ -278,19 +280,27 @@ pub fn decode_images<'py>(
     apply_exif_orientation: bool,
     max_pixels: Option<u64>,
     num_threads: Option<usize>,
-) -> PyResult<Vec<Bound<'py, PyAny>>> {
+) -> PyResult<(Vec<Bound<'py, PyAny>>, Vec<OverLimit>)> {
     let opts = options(mode, apply_exif_orientation, max_pixels, 1)?;
     let slices: Vec<&[u8]> = items.iter().map(PyBytesMethods::as_bytes).collect();
     let threads = threads::resolve(num_threads).min(slices.len().max(1));
     let results: Vec<Result<Image, CoreDecodeError>> =
         py.detach(|| threads::map(threads, &slices, |d| decode(d, &opts)));
-    results
+    let mut over = Vec::new();
+    let items = results
         .into_iter()
-        .map(|r| match r {
-            Ok(img) => Ok(Bound::new(py, to_buffer(img))?.into_any()),
+        .enumerate()
+        .map(|(i, r)| match r {
+            Ok(img) => {
+                if img.over_default_max_pixels {
+                    over.push((i, img.width, img.height));
+                }
+                Ok(Bound::new(py, to_buffer(img))?.into_any())
+            }
             Err(e) => Ok((e.reason(), e.to_string()).into_pyobject(py)?.into_any()),
         })
-        .collect()
+        .collect::<PyResult<_>>()?;
+    Ok((items, over))
 }
 
 /// What `fastprep.ImagePipeline` passes for its settings: a dict with these keys.
@@ -350,7 +360,8 @@ type StageTuple = (u64, u64, u64);
 
 /// Decodes, resizes, crops and normalizes each encoded image into its slot of `out` (a writable
 /// buffer, e.g. a pool Block), in parallel with the GIL released. Returns, per image, None or the
-/// `(reason, message)` of its failure (its slot is zeroed), and the nanoseconds of each stage.
+/// `(reason, message)` of its failure (its slot is zeroed), and the nanoseconds of each stage;
+/// and the images over `DEFAULT_MAX_PIXELS` (`OverLimit`), in index order.
 #[pyfunction]
 #[pyo3(signature = (items, out, settings, num_threads = None))]
 pub fn preprocess_into(
@@ -359,7 +370,11 @@ pub fn preprocess_into(
     out: &Bound<'_, PyAny>,
     settings: SpecArgs,
     num_threads: Option<usize>,
-) -> PyResult<(Vec<Option<(&'static str, String)>>, Vec<StageTuple>)> {
+) -> PyResult<(
+    Vec<Option<(&'static str, String)>>,
+    Vec<StageTuple>,
+    Vec<OverLimit>,
+)> {
     let spec = spec(&settings)?;
     let per = spec.image_bytes().map_err(PyValueError::new_err)?;
     let buf = PyBuffer::<u8>::get(out)?;
@@ -380,7 +395,7 @@ pub fn preprocess_into(
     let ptr = buf.buf_ptr() as usize;
     let threads = threads::resolve(num_threads).min(slices.len().max(1));
     let tables = Tables::new(spec.mean, spec.std);
-    let results: Vec<Result<StageTimes, CoreDecodeError>> = py.detach(|| {
+    let results: Vec<Result<Processed, CoreDecodeError>> = py.detach(|| {
         // SAFETY: `buf` keeps the exported, writable, C-contiguous memory of at least `need`
         // bytes alive and in place until it drops after this closure; each image gets a
         // disjoint `per`-byte slot.
@@ -397,11 +412,18 @@ pub fn preprocess_into(
     drop(buf);
     let mut errors = Vec::with_capacity(results.len());
     let mut times = Vec::with_capacity(results.len());
-    for r in results {
+    let mut over = Vec::new();
+    for (i, r) in results.into_iter().enumerate() {
         match r {
-            Ok(t) => {
+            Ok(Processed {
+                times: t,
+                over_default_max_pixels,
+            }) => {
                 errors.push(None);
                 times.push((t.decode, t.resize, t.normalize));
+                if let Some((w, h)) = over_default_max_pixels {
+                    over.push((i, w, h));
+                }
             }
             Err(e) => {
                 errors.push(Some((e.reason(), e.to_string())));
@@ -409,7 +431,7 @@ pub fn preprocess_into(
             }
         }
     }
-    Ok((errors, times))
+    Ok((errors, times, over))
 }
 
 /// The tables of one resize axis for the GPU kernels: `(ksize, bounds, weights)` as bytes
@@ -511,6 +533,7 @@ fn jpeg_layout_dict<'py>(
     d.set_item("max_v", layout.max_v)?;
     d.set_item("orientation", orientation)?;
     d.set_item("block_smoothing", layout.block_smoothing)?;
+    d.set_item("over_default_max_pixels", layout.over_default_max_pixels)?;
     let comps = layout
         .components
         .iter()

@@ -1,9 +1,10 @@
 //! `_core.train_preprocess_into`: the binding of the fused training transform (facade in
 //! `fastprep/train.py`).
+use super::image::OverLimit;
 use super::threads;
 use crate::error::DecodeError as CoreDecodeError;
 use crate::image::decode;
-use crate::image::pipeline::{DType, Layout, StageTimes, Tables};
+use crate::image::pipeline::{DType, Layout, Processed, Tables};
 use crate::image::train::{process_one, Choice, Params, SplitMix64, TrainSpec};
 use crate::image::Filter;
 use pyo3::buffer::PyBuffer;
@@ -65,7 +66,8 @@ type ParamTuple = (i64, i64, i64, i64, i64);
 /// buffer), in parallel with the GIL released. Image `i` draws its parameters from the stream
 /// (`seed`, `step`, `i`), or takes `params[i]` = (top, left, height, width, flipped) when given.
 /// Returns, per image, None or the `(reason, message)` of its failure (its slot is zeroed), the
-/// nanoseconds of each stage, and the parameters used.
+/// nanoseconds of each stage, and the parameters used; and the images over `DEFAULT_MAX_PIXELS`
+/// (`OverLimit`), in index order.
 #[pyfunction]
 #[pyo3(signature = (items, out, settings, seed, step, params = None, num_threads = None))]
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
@@ -78,7 +80,12 @@ pub fn train_preprocess_into(
     step: u64,
     params: Option<Vec<(usize, usize, usize, usize, usize)>>,
     num_threads: Option<usize>,
-) -> PyResult<(Vec<Failure>, Vec<StageTuple>, Vec<ParamTuple>)> {
+) -> PyResult<(
+    Vec<Failure>,
+    Vec<StageTuple>,
+    Vec<ParamTuple>,
+    Vec<OverLimit>,
+)> {
     let spec = train_spec(&settings)?;
     if let Some(p) = &params {
         if p.len() != items.len() {
@@ -125,7 +132,7 @@ pub fn train_preprocess_into(
     let ptr = buf.buf_ptr() as usize;
     let threads = threads::resolve(num_threads).min(jobs.len().max(1));
     let tables = Tables::v2(spec.mean, spec.std);
-    let results: Vec<Result<(Params, StageTimes), CoreDecodeError>> = py.detach(|| {
+    let results: Vec<Result<(Params, Processed), CoreDecodeError>> = py.detach(|| {
         // SAFETY: `buf` keeps the exported, writable, C-contiguous memory of at least `need`
         // bytes alive and in place until it drops after this closure; each image gets a
         // disjoint `per`-byte slot.
@@ -146,10 +153,15 @@ pub fn train_preprocess_into(
         Vec::with_capacity(n),
         Vec::with_capacity(n),
     );
+    let mut over = Vec::new();
     let as_i64 = |v: usize| i64::try_from(v).unwrap_or(i64::MAX);
-    for r in results {
+    for (i, r) in results.into_iter().enumerate() {
         match r {
-            Ok((p, t)) => {
+            Ok((p, done)) => {
+                let t = done.times;
+                if let Some((w, h)) = done.over_default_max_pixels {
+                    over.push((i, w, h));
+                }
                 errors.push(None);
                 times.push((t.decode, t.resize, t.normalize));
                 used.push((
@@ -167,5 +179,5 @@ pub fn train_preprocess_into(
             }
         }
     }
-    Ok((errors, times, used))
+    Ok((errors, times, used, over))
 }
