@@ -233,6 +233,19 @@ def test_gpu_preprocess_draft_uses_the_scaled_idcts():
     assert not np.array_equal(got, fastprep.preprocess([blob]))  # draft really decoded smaller
 
 
+def test_gpu_preprocess_draft_of_images_smaller_than_the_target():
+    # Smaller than the resize target (upscaled): no draft scale, full size, as pipeline.rs's
+    # draft_denominator says (the GPU path raised StopIteration here, found by gpu_bench --emulate).
+    from fastprep.gpu import gpu_preprocess
+
+    blob = data.jpeg(data.photos()["china.jpg"][:64, :96], quality=90)
+    lay = _core.jpeg_layouts([blob])[0]
+    assert isinstance(lay, dict)
+    assert fastprep.gpu._draft_denom(lay, 256, None) == 1
+    got = gpu_preprocess([blob], draft=True, backend=EmuBackend())
+    np.testing.assert_array_equal(got, fastprep.preprocess([blob], draft=True))
+
+
 def test_gpu_preprocess_bad_and_refused_files():
     from fastprep.gpu import gpu_preprocess
 

@@ -39,7 +39,8 @@ def _draft_denom(layout: dict[str, Any], shorter: int | None, size: tuple[int, i
     rw, rh = _resized_size(shorter, size, w, h)
     tw, th = (rh, rw) if swapped else (rw, rh)
     scale = min(sw // max(tw, 1), sh // max(th, 1))
-    return next(a for a in (8, 4, 2, 1) if scale >= a)
+    # 1 also where the image is smaller than the target (scale 0: upscaled), as pipeline.rs does
+    return next((a for a in (8, 4, 2, 1) if scale >= a), 1)
 
 
 def _align(n: int, to: int = 256) -> int:
