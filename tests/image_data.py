@@ -6,6 +6,7 @@ depth, tRNS, Adam7 interlacing), which Pillow cannot all write."""
 from __future__ import annotations
 
 import functools
+import importlib.util
 import io
 import struct
 import zlib
@@ -25,12 +26,17 @@ PIL_FILTERS = {
 }
 
 
-def photo_paths() -> list[Path]:
-    import matplotlib
-    import sklearn
+def _package_dir(name: str) -> Path:
+    # Located, not imported: only the files are needed, so wheels installed without their
+    # dependencies (scipy, ...) do, as on the GPU machine (benches/gpu/run.sh).
+    spec = importlib.util.find_spec(name)
+    assert spec is not None and spec.origin, f"{name} is not installed: the tests read its sample photos"
+    return Path(spec.origin).parent
 
-    paths = sorted((Path(sklearn.__file__).parent / "datasets" / "images").glob("*.jpg"))
-    sample = Path(matplotlib.__file__).parent / "mpl-data" / "sample_data"
+
+def photo_paths() -> list[Path]:
+    paths = sorted((_package_dir("sklearn") / "datasets" / "images").glob("*.jpg"))
+    sample = _package_dir("matplotlib") / "mpl-data" / "sample_data"
     paths += sorted(sample.glob("*.jpg")) + sorted(sample.glob("*.png"))
     assert len(paths) >= 4, f"expected the sklearn and matplotlib sample photos, found {paths}"
     return paths
