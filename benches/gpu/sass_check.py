@@ -16,7 +16,11 @@ from pathlib import Path
 import fastprep
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
-from cuda.bindings import nvrtc
+try:
+    from cuda.bindings import nvrtc
+except ImportError as e:  # say what to carry rather than a bare traceback (see run.sh's header)
+    print(f"sass_check: needs cuda-bindings for this machine's CUDA (not checked): {e}")
+    raise SystemExit(3) from e
 from test_cuda_nvrtc import _variants  # the variants the NVRTC test compiles
 
 
@@ -40,8 +44,11 @@ def main() -> int:
     import cupy
 
     tool = shutil.which("cuobjdump") or "/usr/local/cuda/bin/cuobjdump"
-    major, minor = cupy.cuda.Device().compute_capability[:1], cupy.cuda.Device().compute_capability[1:]
-    arch = f"sm_{major}{minor}"
+    if not Path(tool).exists():
+        print("sass_check: no cuobjdump on PATH or in /usr/local/cuda/bin (not checked)")
+        return 3
+    # compute_capability is a string of major and minor digits: "90" for sm_90, "100" for sm_100
+    arch = f"sm_{cupy.cuda.Device().compute_capability}"
     print("nvrtc", nvrtc.nvrtcVersion()[1:], "arch", arch)
     pattern = re.compile(r"VIMNMX[.A-Z0-9]* R\d+, P\d")
     bad = 0
