@@ -139,3 +139,30 @@ def test_run_sh_parses_and_refuses_without_cupy(tmp_path):
     assert "MISSING cupy" in r.stdout and "no CuPy in this test" in r.stdout
     assert "preflight failed" in r.stderr
     assert not (tmp_path / "out" / "gpu-tests.log").exists()  # nothing ran past the preflight
+
+
+def test_sass_check_runs_without_a_gpu():
+    # The script's own code, for one kernel file and sm_90, with this machine's NVRTC (all files
+    # take over a minute here; the GPU machine checks all of them with its own NVRTC).
+    import shutil
+
+    import pytest
+
+    pytest.importorskip("cuda.bindings.nvrtc", reason="the test extra installs cuda-bindings")
+    tool = shutil.which("cuobjdump")
+    if tool is None:
+        triton = importlib.util.find_spec("triton")
+        found = (
+            Path(triton.origin).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+            if triton and triton.origin
+            else None
+        )
+        tool = str(found) if found and found.exists() else None
+    if tool is None:
+        pytest.skip("no cuobjdump (CUDA toolkit, or triton's copy that torch brings)")
+    r = _run(
+        [sys.executable, str(GPU / "sass_check.py"), "--arch", "sm_90", "--kernel", "jpeg_idct.cu"],
+        env={**os.environ, "CUOBJDUMP": tool},
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "jpeg_idct.cu: 1 variants checked" in r.stdout
