@@ -166,3 +166,21 @@ def test_sass_check_runs_without_a_gpu():
     )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "jpeg_idct.cu: 1 variants checked" in r.stdout
+
+
+def test_preflight_finds_a_wheel_of_other_code(tmp_path, monkeypatch):
+    import shutil
+
+    import fastprep
+
+    spec = importlib.util.spec_from_file_location("preflight", GPU / "preflight.py")
+    assert spec is not None and spec.loader is not None
+    preflight = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(preflight)
+    tree = ROOT / "python" / "fastprep"
+    copy = tmp_path / "fastprep"
+    shutil.copytree(tree, copy, ignore=shutil.ignore_patterns("*.so", "__pycache__"))
+    monkeypatch.setattr(fastprep, "__file__", str(copy / "__init__.py"))
+    assert preflight._stale_wheel() == []
+    (copy / "gpu" / "resize.py").write_text((tree / "gpu" / "resize.py").read_text() + "# older\n")
+    assert preflight._stale_wheel() == ["fastprep/gpu/resize.py"]

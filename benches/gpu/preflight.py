@@ -1,7 +1,8 @@
 """What benches/gpu/run.sh needs on the GPU machine, checked before it spends device time: each
 module with what it is for, whether it is there, and the one command that would carry the missing
-ones. Exit status: 4 without fastprep or CuPy (nothing of the GPU check can run), else 0 (a
-missing optional module costs only the stages or tests that use it, as listed).
+ones. Exit status: 4 without fastprep or CuPy or a device, or with a wheel that is not this
+tree's (nothing of the GPU check can run, or it would measure other code), else 0 (a missing
+optional module costs only the stages or tests that use it, as listed).
 
 Modules are looked up with importlib.util.find_spec (not imported), except fastprep and CuPy,
 whose import is the check."""
@@ -9,7 +10,9 @@ whose import is the check."""
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
+from pathlib import Path
 
 # module -> (PyPI name, what needs it, required)
 NEEDS: dict[str, tuple[str, str, bool]] = {
@@ -36,6 +39,30 @@ def _present(module: str) -> bool:
         return False
 
 
+def _stale_wheel() -> list[str]:
+    """The files of the installed fastprep that differ from this tree's: its Python modules, and
+    the CUDA sources built into its extension against cuda/. A wheel built from another commit
+    would spend the device run on old code."""
+    import fastprep
+
+    root = Path(__file__).resolve().parents[2]
+    installed = Path(fastprep.__file__).resolve().parent
+    tree = root / "python" / "fastprep"
+    if installed == tree.resolve():
+        return []
+    out = []
+    for path in sorted(tree.rglob("*.py")):
+        rel = path.relative_to(tree)
+        other = installed / rel
+        if not other.exists() or other.read_bytes() != path.read_bytes():
+            out.append(f"fastprep/{rel}")
+    for name in fastprep.kernel_names():
+        src = root / "cuda" / name
+        if src.exists() and fastprep.kernel_source(name) != src.read_text():
+            out.append(f"cuda/{name}")
+    return out
+
+
 def main() -> int:
     missing: list[str] = []
     fatal: list[str] = []
@@ -52,6 +79,14 @@ def main() -> int:
             missing.append(dist)
             if required:
                 fatal.append(module)
+    if "fastprep" not in fatal:
+        stale = _stale_wheel()
+        if stale:
+            print(f"STALE   fastprep        the installed wheel is not this tree's: {', '.join(stale[:8])} differ")
+            if os.environ.get("FASTPREP_ALLOW_STALE") != "1":
+                fatal.append(
+                    "a wheel of this tree (maturin build --release --out dist; FASTPREP_ALLOW_STALE=1 to go on)"
+                )
     if "cupy" not in fatal:
         try:
             import cupy

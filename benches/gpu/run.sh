@@ -41,7 +41,8 @@ if ls .whl/*.whl >/dev/null 2>&1; then
 fi
 "$PY" -m pip install -q --no-index --no-deps --target "$SITE" "$WHEEL" || exit 3
 export PYTHONPATH="$SITE${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
-# What is there, before any device time goes: without fastprep or CuPy (or a device) nothing runs.
+# What is there, before any device time goes: without fastprep, CuPy or a device nothing runs, and
+# a wheel of other code (its Python or CUDA sources differ from this tree's) would measure that code.
 "$PY" benches/gpu/preflight.py > "$OUT/preflight.txt" 2>&1
 pre_rc=$?
 cat "$OUT/preflight.txt"
