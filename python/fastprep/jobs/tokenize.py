@@ -315,6 +315,11 @@ def _windows(lens: Any, max_length: int | None) -> tuple[Any, Any, Any]:
     return np.maximum(row_len, 0), doc, window
 
 
+# Bytes of a shard written between two syncs (see ShardWriter._sync_some).
+SYNC_BYTES = 4 << 20
+_datasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
+
+
 class ShardWriter:
     """Writes one shard's batches under a temporary name and renames it when the shard is done."""
 
@@ -328,6 +333,7 @@ class ShardWriter:
         self._f: Any = None
         self._pq: Any = None
         self._lens: list[Any] = []
+        self._synced = 0
 
     def path(self, shard: str) -> Path:
         if self.job.s.format == "parquet":
@@ -346,13 +352,25 @@ class ShardWriter:
         self.errors.extend(self.job.errors_of(b))
         if n_docs:
             self._write_rows(b)
+            self._sync_some()
         return self._close(b) if b.last else None
+
+    def _sync_some(self) -> None:
+        """Sends what the shard has so far to the disk every ``SYNC_BYTES``, while the tokenizer
+        works on: the sync of a whole shard when it closes kept the cores idle at the end of a
+        job (0.02-0.05 s of a 20 MB run). The shard's own sync then writes only its tail."""
+        self._f.flush()
+        written = self._f.tell()
+        if written - self._synced >= SYNC_BYTES:
+            _datasync(self._f.fileno())
+            self._synced = written
 
     def _open(self, shard: str) -> None:
         self.current = shard
         self.counts = {"records": 0, "docs": 0, "rows": 0, "tokens": 0, "bytes_in": 0}
         self.errors = []
         self._lens = []
+        self._synced = 0
         path = self.path(shard)
         path.parent.mkdir(parents=True, exist_ok=True)
         self._cm = atomic_file(path)
