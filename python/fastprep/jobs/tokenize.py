@@ -496,6 +496,10 @@ def _link_into_place(src: Path, dst: Path) -> bool:
     (a tenth of a 20 MB job's time went to copying it and syncing the copy). The part keeps its
     name until the job is complete, so a job killed before then finds it on the re-run. False
     where the filesystem has no hard links."""
+    if dst.exists() and os.path.samefile(src, dst):
+        # Linked by a run killed later on: done. (Renaming a second link of the same file onto
+        # it would do nothing, leaving the temporary name behind.)
+        return True
     tmp = dst.with_name(dst.name + TMP_SUFFIX)
     tmp.unlink(missing_ok=True)
     try:
