@@ -214,7 +214,7 @@ mod tests {
             let end = at + seq.len();
             buf[at..end].copy_from_slice(seq);
             check(&buf[..end]);
-            check(&buf[..end + 1]);
+            check(&buf[..=end]);
             check(&buf);
             buf[at..end].fill(b'a');
         }
