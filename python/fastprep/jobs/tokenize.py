@@ -567,6 +567,8 @@ def _finish(out: Path, manifest: Manifest) -> None:
 
 
 _DONE = object()
+# Batches tokenized at once (see _pipeline).
+TOKENIZE_IN_FLIGHT = 2
 
 
 def _pipeline(job: TokenizeJob, manifest: Manifest, stats: JobStats, bar: Progress) -> None:
@@ -648,7 +650,7 @@ def _pipeline(job: TokenizeJob, manifest: Manifest, stats: JobStats, bar: Progre
     ]
     for t in threads:
         t.start()
-    pool = ThreadPoolExecutor(max_workers=2, thread_name_prefix="fastprep-tokenize")
+    pool = ThreadPoolExecutor(max_workers=TOKENIZE_IN_FLIGHT, thread_name_prefix="fastprep-tokenize")
     try:
         while True:
             b = to_tok.get()
