@@ -75,6 +75,23 @@ def test_tokenize_killed_and_resumed_is_byte_identical(
     assert _tree(tmp_path / "clean") == clean
 
 
+def test_bin_of_one_shard_killed_and_resumed_is_byte_identical(tmp_path: Path, corpus: Path) -> None:
+    """One shard's part becomes tokens.bin by a second name (no copy): a kill before or after
+    that link leaves what a re-run completes, and the stream is the one the join of 8 writes."""
+    args = ["tokenize", str(corpus), "--tokenizer", str(bert_file()), "--format", "bin", "--eos", "[SEP]"]
+    done = _run([*args, "--out", str(tmp_path / "clean")])
+    assert done.returncode == 0, done.stderr
+    clean = _tree(tmp_path / "clean")
+    assert len(json.loads(clean["manifest.json"])["shards"]) == 1
+    # Passes of before-rename: the part, its lengths, the manifest, then tokens.bin's link (4)
+    # and offsets.npy (5).
+    _check_resume(tmp_path / "v", args, ["before-rename:4", "before-rename:5"], clean)
+    joined = _run([*args, "--docs-per-shard", "5", "--out", str(tmp_path / "joined")])
+    assert joined.returncode == 0, joined.stderr
+    for name in ("tokens.bin", "offsets.npy"):
+        assert (tmp_path / "joined" / name).read_bytes() == clean[name]
+
+
 def test_images_killed_and_resumed_is_byte_identical(tmp_path: Path) -> None:
     tree = tmp_path / "set"
     for cls in ("cat", "dog"):

@@ -30,9 +30,9 @@ pub fn line_text<'a>(line: &'a [u8], format: &LineFormat) -> Option<Cow<'a, str>
                 .iter()
                 .rposition(|&b| b != b'\n' && b != b'\r')
                 .map_or(0, |i| i + 1);
-            std::str::from_utf8(&line[..end]).ok().map(Cow::Borrowed)
+            crate::utf8::from_utf8(&line[..end]).map(Cow::Borrowed)
         }
-        LineFormat::Json { field } => json_field(std::str::from_utf8(line).ok()?, field),
+        LineFormat::Json { field } => json_field(crate::utf8::from_utf8(line)?, field),
     }
 }
 

@@ -72,8 +72,10 @@ def read_records(
         yield from _parquet(path, text_field)
     elif fmt in ("jsonl", "text") and (fmt == "jsonl" or doc_per == "line"):
         for n, offset, line in _lines(path):
-            if (line.strip() if fmt == "jsonl" else line.rstrip(b"\r\n")) == b"":
-                continue  # a blank line is no record
+            # A blank line is no record. isspace() answers at a line's first byte that is not
+            # white space, with no copy (strip() copied every line: 20 MB per 20 MB read).
+            if not line or (line.isspace() and (fmt == "jsonl" or not line.rstrip(b"\r\n"))):
+                continue
             if raw:
                 yield Record(n, offset, None, None, len(line), line)
             else:

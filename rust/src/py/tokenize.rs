@@ -977,16 +977,23 @@ pub(super) fn ids_of(
 }
 
 /// Rows' ids as one little-endian u32 bytes object and their lengths as u64 bytes, written
-/// straight into the bytes objects (one pass, no staging Vec).
+/// straight into the bytes objects (one pass, no staging Vec). Row by row: a loop over one
+/// row's slice compiles to vector moves, where one iterator over all rows' ids (`flat_map`)
+/// went an id at a time (2.5x the time, with the GIL held, for the tokenize job's 30 MB of ids
+/// per 20 MB of text).
 pub(super) fn flat_ids<'py>(
     py: Python<'py>,
     rows: &[IdRow],
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyBytes>)> {
     let total: usize = rows.iter().map(|r| r.0.len()).sum();
     let ids = PyBytes::new_with(py, total * 4, |buf| {
-        let values = rows.iter().flat_map(|r| &r.0);
-        for (dst, &id) in buf.chunks_exact_mut(4).zip(values) {
-            dst.copy_from_slice(&id.to_le_bytes());
+        let mut rest = buf;
+        for (row, _) in rows {
+            let (dst, tail) = rest.split_at_mut(row.len() * 4);
+            for (d, &id) in dst.chunks_exact_mut(4).zip(row) {
+                d.copy_from_slice(&id.to_le_bytes());
+            }
+            rest = tail;
         }
         Ok(())
     })?;
