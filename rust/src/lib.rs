@@ -8,7 +8,6 @@ pub mod image;
 pub mod pool;
 pub mod records;
 pub mod tokenize;
-pub mod utf8;
 
 #[cfg(feature = "python")]
 mod py;

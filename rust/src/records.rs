@@ -30,9 +30,11 @@ pub fn line_text<'a>(line: &'a [u8], format: &LineFormat) -> Option<Cow<'a, str>
                 .iter()
                 .rposition(|&b| b != b'\n' && b != b'\r')
                 .map_or(0, |i| i + 1);
-            crate::utf8::from_utf8(&line[..end]).map(Cow::Borrowed)
+            simdutf8::basic::from_utf8(&line[..end])
+                .ok()
+                .map(Cow::Borrowed)
         }
-        LineFormat::Json { field } => json_field(crate::utf8::from_utf8(line)?, field),
+        LineFormat::Json { field } => json_field(simdutf8::basic::from_utf8(line).ok()?, field),
     }
 }
 
