@@ -77,3 +77,27 @@ def test_a_dropped_tokenizers_cache_is_reused_not_added() -> None:
     sizes = _in_thread(run)
     # One model's caches at a time in the thread (the dropped one's were taken over).
     assert sizes[2] <= sizes[0] * 1.5, sizes
+
+
+def test_a_cap_set_after_a_tokenizer_was_dropped_bounds_the_next_one() -> None:
+    js = data.cl100k_tokenizer_json()
+    docs = data.corpus_documents(300_000)
+    before = fastprep.token_cache_mb()
+
+    def run() -> tuple[int, int, list[list[int]]]:
+        tok = fastprep.Tokenizer.from_str(js)
+        want = [tok.encode(d, add_special_tokens=False).ids for d in docs]
+        free = fastprep.token_cache_bytes()
+        del tok
+        gc.collect()
+        fastprep.set_token_cache_mb(1)
+        tok = fastprep.Tokenizer.from_str(js)
+        got = [tok.encode(d, add_special_tokens=False).ids for d in docs]
+        assert got == want
+        return free, fastprep.token_cache_bytes(), got
+
+    try:
+        free, capped, _ = _in_thread(run)
+    finally:
+        fastprep.set_token_cache_mb(before)
+    assert 0 < capped <= 1024 * 1024 < free, (capped, free)

@@ -103,6 +103,11 @@ impl Cache {
     /// Empties the caches for another model, keeping the small caches' tables (see
     /// `HotCache::renew`).
     fn renew(&mut self) {
+        // Under a cap lowered since these caches grew, a new model starts within it.
+        if cache_cap::cap_bytes().is_some_and(|cap| self.bytes() > cap) {
+            *self = Self::default();
+            return;
+        }
         self.map.clear();
         self.tokens.clear();
         self.hot.renew();
