@@ -37,7 +37,8 @@ static NEXT_MODEL_ID: AtomicU64 = AtomicU64::new(1);
 
 /// A model's identity in the per-thread caches: a process-unique number, so a thread's cache
 /// never serves another model's tokens, and a token shared by the model and its clones, so a
-/// thread drops the caches of models that are gone when it next switches models. (They were
+/// thread drops the caches of models that are gone when it next switches models, or hands one
+/// of them, emptied, to the model it switches to (see `Scratch::switch_cache`). (They were
 /// kept until four other models had taken their places: a process that made a fresh tokenizer a
 /// few times held up to 4 x ~40 MiB of dead caches in each thread that had encoded.)
 #[derive(Clone, Debug)]
@@ -99,11 +100,18 @@ impl Cache {
             + self.wide.bytes()
     }
 
-    fn clear(&mut self) {
+    /// Empties the caches for another model, keeping the small caches' tables (see
+    /// `HotCache::renew`).
+    fn renew(&mut self) {
+        // Under a cap lowered since these caches grew, a new model starts within it.
+        if cache_cap::cap_bytes().is_some_and(|cap| self.bytes() > cap) {
+            *self = Self::default();
+            return;
+        }
         self.map.clear();
         self.tokens.clear();
-        self.hot.clear();
-        self.wide.clear();
+        self.hot.renew();
+        self.wide.renew();
     }
 }
 
@@ -137,22 +145,32 @@ impl Scratch {
 
     #[cold]
     fn switch_cache(&mut self, model: &ModelId) -> &mut Cache {
-        // The caches of models dropped since are released first.
-        self.caches.retain(|c| c.1.strong_count() > 0);
-        match self.caches.iter().position(|c| c.0 == model.id) {
-            Some(0) => {}
-            Some(i) => self.caches[..=i].rotate_right(1),
-            None if self.caches.len() < CACHED_MODELS => {
-                let alive = Arc::downgrade(&model.alive);
+        if let Some(i) = self.caches.iter().position(|c| c.0 == model.id) {
+            self.caches[..=i].rotate_right(1);
+        } else {
+            // A dropped model's cache (or, with `CACHED_MODELS` alive, the least recently used
+            // one) is taken over, its tables kept and emptied in place (`Cache::renew`): a
+            // fresh tokenizer made after another was dropped (a new one per job, a bench's
+            // rounds) does not map and zero new tables.
+            let alive = Arc::downgrade(&model.alive);
+            let reuse = self
+                .caches
+                .iter()
+                .position(|c| c.1.strong_count() == 0)
+                .or_else(|| (self.caches.len() >= CACHED_MODELS).then(|| self.caches.len() - 1));
+            if let Some(i) = reuse {
+                self.caches[..=i].rotate_right(1);
+                let c = &mut self.caches[0];
+                (c.0, c.1) = (model.id, alive);
+                c.2.renew();
+            } else {
                 self.caches.insert(0, (model.id, alive, Cache::default()));
             }
-            None => {
-                self.caches.rotate_right(1);
-                self.caches[0].0 = model.id;
-                self.caches[0].1 = Arc::downgrade(&model.alive);
-                self.caches[0].2.clear();
-            }
         }
+        // The caches of other models dropped since are released.
+        let mut first = true;
+        self.caches
+            .retain(|c| std::mem::take(&mut first) || c.1.strong_count() > 0);
         &mut self.caches[0].2
     }
 
@@ -1215,8 +1233,39 @@ mod tests {
         assert_eq!(ids, [9]);
     }
 
-    /// The caches of dropped models are released at the next switch of models, not kept until
-    /// other models take their places.
+    /// A model made after another was dropped takes its cache over, emptied: the first
+    /// model's tokens for the same pieces are never served (hot, wide and full caches).
+    #[test]
+    fn a_dropped_models_cache_is_taken_over_empty() {
+        let mut s = Scratch::default();
+        let pieces: [&[u8]; 3] = [b"ab", b"a wide piece of twenty", &[b'x'; 40]];
+        let first = ModelId::new();
+        for (i, p) in pieces.iter().enumerate() {
+            let tokens = [(i as u32, p.len() as u32)];
+            let c = s.cache(&first);
+            let (k0, k1) = bytesmap::split(p);
+            match p.len() {
+                0..=16 => c.hot.put(p.len(), k0, k1, &tokens),
+                17..=WIDE_LEN => c.wide.put(p.len(), &wide_key(p), &tokens),
+                _ => s.cache_tokens(&first, p, &tokens),
+            }
+        }
+        let table = s.cache(&first).hot.bytes();
+        drop(first);
+        let second = ModelId::new();
+        let c = s.cache(&second);
+        let (k0, k1) = bytesmap::split(pieces[0]);
+        assert!(!c.hot.get(2, k0, k1, &mut vec![]));
+        assert!(!c
+            .wide
+            .get(pieces[1].len(), &wide_key(pieces[1]), &mut vec![]));
+        assert_eq!(c.hot.bytes(), table, "the table is kept");
+        assert_eq!(s.cached_tokens(&second, pieces[2]), None);
+        assert_eq!(s.caches.len(), 1);
+    }
+
+    /// The caches of dropped models are released at the next switch of models (one of them
+    /// taken over by a new model), not kept until other models take their places.
     #[test]
     fn caches_of_dropped_models_are_released() {
         let mut s = Scratch::default();
