@@ -277,6 +277,72 @@ def test_cold_start(benchmark, cl100k_json, impl, tmp_path):
     benchmark.extra_info["vocab_rss_MB"] = round(statistics.median(r["rss"] for r in runs) / MB, 1)
 
 
+# A fresh process: import and load (not timed), then one pass over the corpus (timed): the case of
+# tokenizing a training corpus, where every process meets its text once, with no memory left by
+# an earlier tokenizer of the same process to reuse.
+_FIRST_PASS_CHILD = r"""
+import hashlib, json, sys, time
+impl, path, tiktoken_path, pattern, specials, corpus = sys.argv[1:7]
+docs = json.load(open(corpus, encoding="utf-8"))
+if impl == "fastprep":
+    import fastprep
+    tok = fastprep.Tokenizer.from_file(path)
+    encode = lambda t: tok.encode(t, add_special_tokens=False).ids
+else:
+    import fastokens
+    tok = fastokens.Tokenizer.from_tiktoken(tiktoken_path, pattern=pattern, special_tokens=json.loads(specials))
+    encode = lambda t: tok.encode_ordinary(t).ids
+t0 = time.perf_counter()
+ids = [encode(d) for d in docs]
+t1 = time.perf_counter()
+print(json.dumps({"first_pass": t1 - t0, "sha": hashlib.sha256(json.dumps(ids).encode()).hexdigest()}))
+"""
+
+
+def first_pass_fresh_processes(js: str, docs: list[str], rounds: int, tmp: Any) -> dict[str, list[float]]:
+    """Alternates fastprep and fastokens, a fresh process each round, each timing its first pass
+    over ``docs``; asserts every process's ids equal HF tokenizers'. Returns the seconds per impl."""
+    import hashlib
+    import json
+    import subprocess
+    import sys
+
+    import fastokens  # noqa: F401  (skip early where it is missing)
+
+    tok_path, corpus = tmp / "cl100k.json", tmp / "corpus.json"
+    tok_path.write_text(js, encoding="utf-8")
+    corpus.write_text(json.dumps(docs), encoding="utf-8")
+    hf = tokenizers.Tokenizer.from_str(js)
+    ids = [e.ids for e in hf.encode_batch(docs, add_special_tokens=False)]
+    want = hashlib.sha256(json.dumps(ids).encode()).hexdigest()
+    times: dict[str, list[float]] = {"fastprep": [], "fastokens": []}
+    for _ in range(rounds):
+        for impl in times:
+            argv = [sys.executable, "-c", _FIRST_PASS_CHILD, impl, str(tok_path), str(data.cl100k_file())]
+            argv += [data.CL100K_PATTERN, json.dumps(data.CL100K_SPECIAL_TOKENS), str(corpus)]
+            out = json.loads(subprocess.run(argv, capture_output=True, text=True, check=True, timeout=300).stdout)
+            assert out["sha"] == want, f"{impl}: ids differ from tokenizers'"
+            times[impl].append(out["first_pass"])
+    return times
+
+
+def test_first_pass_fresh_process(benchmark, cl100k_json, docs, tmp_path):
+    """fastprep's first pass over the corpus in fresh processes, alternating with fastokens';
+    extra_info has both medians and the ratio (fastokens' time / fastprep's)."""
+    pytest.importorskip("fastokens")
+    runs: list[dict[str, list[float]]] = []
+    benchmark.group = "cl100k first pass, fresh process per round (fastprep and fastokens alternating)"
+    benchmark.pedantic(
+        lambda: runs.append(first_pass_fresh_processes(cl100k_json, docs, 1, tmp_path)),
+        rounds=1 if benchmark.disabled else 5,
+        iterations=1,
+    )
+    fp = statistics.median(r["fastprep"][0] for r in runs)
+    ft = statistics.median(r["fastokens"][0] for r in runs)
+    benchmark.extra_info.update(fastprep_ms=round(1e3 * fp, 1), fastokens_ms=round(1e3 * ft, 1))
+    benchmark.extra_info["fastprep_vs_fastokens"] = round(ft / fp, 2)
+
+
 @pytest.mark.parametrize("impl", ["fastprep", "tokenizers", "tiktoken", "fastokens"])
 def test_short_call_latency(benchmark, cl100k_json, impl):
     peers = _peers(cl100k_json)
