@@ -186,7 +186,9 @@ pub fn map_slots<T: Sync, R: Send>(
         *results[i].lock().expect("result") = Some(r);
         busy.fetch_sub(1, Ordering::AcqRel);
     };
-    let e = pool(threads - 1);
+    // The pool of `threads`, shared with `run`'s calls (one pool per size keeps a process at
+    // `threads` pool threads); `threads - 1` of them are woken, whichever rayon picks.
+    let e = pool(threads);
     steer::away_from_caller(&e.helpers);
     e.pool.in_place_scope(|s| {
         for h in 0..threads - 1 {
