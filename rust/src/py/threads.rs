@@ -135,7 +135,7 @@ pub fn map<T: Sync, R: Send>(
 /// finish together. (rayon's halving splits, fine for even work, left a thread idle while the
 /// other finished a slow image, about 3% of a 16-image batch on 2 cores.)
 ///
-/// The calling thread is one of the `threads` (with `threads - 1` pool threads as helpers): it
+/// The calling thread is one of the `threads` (`threads - 1` pool threads help it): it
 /// is already running on a CPU, so it starts on the first item at once, where handing the batch
 /// to the pool put it to sleep and woke a pool thread that then woke the next. And each helper
 /// is woken onto a CPU other than the caller's (`steer`): on a 2-CPU VM the kernel put the
