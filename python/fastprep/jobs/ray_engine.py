@@ -112,7 +112,7 @@ def run_ray(
                     tokenize_units,
                     fn_kwargs=kwargs | {"done": sorted(manifest.shards)},
                     batch_size=1,
-                    concurrency=concurrency,
+                    compute=ray.data.TaskPoolStrategy(size=concurrency),
                     num_cpus=1,
                 )
             else:
