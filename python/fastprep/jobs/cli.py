@@ -57,7 +57,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--report", help="write <job>-report.json and <job>-report.png into this directory")
     p.add_argument("--engine", choices=("local", "ray"), default="local")
     p.add_argument("--ray-address", help="ray.init(address=...) (default: start or join a local cluster)")
-    p.add_argument("--concurrency", type=int, default=2, help="Ray actors (with --engine ray)")
+    p.add_argument("--concurrency", type=int, default=2, help="Ray tasks or actors at once (--engine ray)")
     p.add_argument("--quiet", action="store_true", help="no progress bar and no summary")
 
 
