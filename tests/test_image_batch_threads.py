@@ -116,3 +116,25 @@ def test_pixels_and_params_do_not_depend_on_the_thread_count():
         np.testing.assert_array_equal(train[n][0], train[1][0])
         np.testing.assert_array_equal(train[n][1], train[1][1])
         np.testing.assert_array_equal(evals[n], evals[1])
+
+
+@linux_only
+def test_tokenizer_batches_give_the_pool_threads_their_cpus_back():
+    """Tokenizer batches (rayon's parallel iterators on the pool) keep the other pool threads off
+    the CPU of the pool thread that took the batch while it runs, and release them afterwards;
+    the ids do not depend on the thread count."""
+    got = run(
+        """
+        from tests import tokenizer_data as tdata
+        cpus = sorted(os.sched_getaffinity(0))
+        tok = fastprep.Tokenizer.from_str(tdata.cl100k_tokenizer_json())
+        docs = tdata.corpus_documents(300_000)
+        one = [e.ids for e in tok.encode_batch(docs, add_special_tokens=False, num_threads=1)]
+        for _ in range(3):
+            two = [e.ids for e in tok.encode_batch_fast(docs, add_special_tokens=False, num_threads=2)]
+        print(json.dumps({"cpus": cpus, "pool": pool_threads(), "same": two == one}))
+        """
+    )
+    assert got["pool"], "no pool thread started"
+    assert all(cpus == got["cpus"] for cpus in got["pool"].values()), got
+    assert got["same"]
