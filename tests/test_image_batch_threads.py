@@ -45,7 +45,9 @@ def exec_ns(tid):
 
 
 def run(code: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT / "python"), str(ROOT)])}
+    # fastprep as this process imports it (the installed wheel in CI, python/ in development).
+    paths = [str(Path(fastprep.__file__).resolve().parent.parent), str(ROOT), os.environ.get("PYTHONPATH", "")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, paths))}
     env.pop("FASTPREP_NUM_THREADS", None)
     out = subprocess.run(
         [sys.executable, "-c", PRELUDE + textwrap.dedent(code)],
