@@ -687,13 +687,13 @@ fn two_stage(flat: &[u8]) -> (Box<[u16]>, Box<[u8]>) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::super::onig_to_pcre::translate;
     use super::super::pcre::Regex;
     use super::*;
 
     /// Patterns of public tokenizer.json files and others that exercise the syntax.
-    const PATTERNS: &[&str] = &[
+    pub(in crate::tokenize) const PATTERNS: &[&str] = &[
         r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
         r"[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+",
         r"\p{N}{1,3}",
