@@ -14,7 +14,7 @@ import tokenizers
 import fastprep
 
 from . import tokenizer_data as data
-from .tokenizer_compare import apply_settings, check_pairs, diff
+from .tokenizer_compare import check_pairs, check_pretokenized, diff, settings_applied
 from .tokenizer_compare import padding as _p
 from .tokenizer_compare import truncation as _t
 
@@ -101,8 +101,7 @@ def test_pairs_truncation_padding(pair, settings):
     # Short texts: overflowing windows of a pair multiply (HF's cross product), so long ones explode.
     texts = [t[:200] for t in data.short_texts()[:60]]
     pairs = list(zip(texts[::2], texts[1::2], strict=False))
-    apply_settings(hf, fp, settings)
-    try:
+    with settings_applied(hf, fp, settings):
         check_pairs(hf, fp, pairs)
         try:
             ref_batch = hf.encode_batch(pairs)
@@ -114,20 +113,12 @@ def test_pairs_truncation_padding(pair, settings):
             return
         got_batch = fp.encode_batch(pairs)
         assert [diff(r, g) for r, g in zip(ref_batch, got_batch, strict=True)] == [None] * len(pairs)
-    finally:
-        for tok in (hf, fp):
-            tok.no_padding()
-            tok.no_truncation()
 
 
 def test_pretokenized_input(pair):
     _, hf, fp = pair
     words = ["Hello", " world", "日本", "", "  ", "it's", "<|endoftext|>", "[CLS]"]
-    assert diff(hf.encode(words, is_pretokenized=True), fp.encode(words, is_pretokenized=True)) is None
-    assert (
-        diff(hf.encode(words, words[::-1], is_pretokenized=True), fp.encode(words, words[::-1], is_pretokenized=True))
-        is None
-    )
+    check_pretokenized(hf, fp, words)
 
 
 def test_vocab_api(pair):

@@ -32,7 +32,14 @@ import fastprep
 
 from . import tokenizer_data as data
 from . import tokenizer_data_spm as spm_data
-from .tokenizer_compare import apply_settings, check_pair_with_settings, check_pairs, diff
+from .tokenizer_compare import (
+    check_batch,
+    check_pair_with_settings,
+    check_pairs,
+    check_pretokenized,
+    diff,
+    settings_applied,
+)
 
 KINDS = list(spm_data.MISTRAL_VARIANTS)
 
@@ -154,25 +161,17 @@ def test_pairs_truncation_padding(pair, settings_):
     _, hf, fp = pair
     texts = [t[:200] for t in [*data.short_texts()[:60], *EDGE]]
     pairs = list(zip(texts[::2], texts[1::2], strict=False))
-    apply_settings(hf, fp, settings_)
-    try:
+    with settings_applied(hf, fp, settings_):
         check_pairs(hf, fp, pairs, singles=False)
         if settings_.get("truncation", {}).get("strategy") == "only_second":
             return  # single sequences have no second one to cut
-        ref_b, got_b = hf.encode_batch(texts[:40]), fp.encode_batch(texts[:40])
-        assert [diff(x, y) for x, y in zip(ref_b, got_b, strict=True)] == [None] * len(ref_b)
-    finally:
-        for tok in (hf, fp):
-            tok.no_padding()
-            tok.no_truncation()
+        check_batch(hf, fp, texts[:40])
 
 
 def test_pretokenized_input(pair):
     _, hf, fp = pair
     words = ["Hello", " world", "日本", "", "  ", "it's", "Café", "<s>", "x" * 120]
-    assert diff(hf.encode(words, is_pretokenized=True), fp.encode(words, is_pretokenized=True)) is None
-    got = fp.encode(words, words[::-1], is_pretokenized=True)
-    assert diff(hf.encode(words, words[::-1], is_pretokenized=True), got) is None
+    check_pretokenized(hf, fp, words)
 
 
 def test_vocab_api(pair):

@@ -28,7 +28,7 @@ import fastprep
 
 from . import tokenizer_data as data
 from . import tokenizer_data_spm as spm_data
-from .tokenizer_compare import check_pair_with_settings, check_pairs, diff
+from .tokenizer_compare import check_batch, check_pair_with_settings, check_pairs, diff, settings_applied
 
 KINDS = list(spm_data.UNIGRAM_KINDS)
 EDGE = [
@@ -152,19 +152,9 @@ def test_pairs_truncation_padding(pair, settings_):
     _, hf, fp = pair
     texts = [t[:200] for t in [*data.short_texts()[:60], *EDGE]]
     pairs = list(zip(texts[::2], texts[1::2], strict=False))
-    for tok in (hf, fp):
-        if "truncation" in settings_:
-            tok.enable_truncation(**settings_["truncation"])
-        if "padding" in settings_:
-            tok.enable_padding(**settings_["padding"])
-    try:
+    with settings_applied(hf, fp, settings_):
         check_pairs(hf, fp, pairs, singles=False)
-        ref_b, got_b = hf.encode_batch(texts[:40]), fp.encode_batch(texts[:40])
-        assert [diff(x, y) for x, y in zip(ref_b, got_b, strict=True)] == [None] * len(ref_b)
-    finally:
-        for tok in (hf, fp):
-            tok.no_padding()
-            tok.no_truncation()
+        check_batch(hf, fp, texts[:40])
 
 
 def test_vocab_api(pair):

@@ -23,7 +23,13 @@ import fastprep
 
 from . import tokenizer_data as data
 from . import tokenizer_data_wordpiece as wp
-from .tokenizer_compare import apply_settings, check_pair_with_settings, check_pairs, diff
+from .tokenizer_compare import (
+    check_pair_with_settings,
+    check_pairs,
+    check_pretokenized,
+    diff,
+    settings_applied,
+)
 from .tokenizer_compare import padding as _p
 from .tokenizer_compare import truncation as _t
 
@@ -129,21 +135,14 @@ def test_pairs_truncation_padding(pair, settings_):
     _, hf, fp = pair
     texts = [t[:200] for t in data.short_texts()[:80]]
     pairs = list(zip(texts[::2], texts[1::2], strict=False))
-    apply_settings(hf, fp, settings_)
-    try:
+    with settings_applied(hf, fp, settings_):
         check_pairs(hf, fp, pairs)
-    finally:
-        for tok in (hf, fp):
-            tok.no_padding()
-            tok.no_truncation()
 
 
 def test_pretokenized_input(pair):
     _, hf, fp = pair
     words = ["Hello", " world", "日本", "", "  ", "it's", "Café", "[CLS]", "x" * 120]
-    assert diff(hf.encode(words, is_pretokenized=True), fp.encode(words, is_pretokenized=True)) is None
-    got = fp.encode(words, words[::-1], is_pretokenized=True)
-    assert diff(hf.encode(words, words[::-1], is_pretokenized=True), got) is None
+    check_pretokenized(hf, fp, words)
 
 
 def test_vocab_api(pair):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 FIELDS = (
@@ -115,6 +117,33 @@ def apply_settings(hf: Any, fp: Any, settings: dict[str, dict[str, Any]]) -> Non
         if "padding" in settings:
             tok.enable_padding(**settings["padding"])
     assert fp.truncation == hf.truncation and fp.padding == hf.padding
+
+
+@contextlib.contextmanager
+def settings_applied(hf: Any, fp: Any, settings: dict[str, dict[str, Any]]) -> Iterator[None]:
+    """``apply_settings`` for the ``with`` block; both tokenizers back to no truncation and no
+    padding after it (the tokenizers are shared by a module's tests)."""
+    apply_settings(hf, fp, settings)
+    try:
+        yield
+    finally:
+        for tok in (hf, fp):
+            tok.no_padding()
+            tok.no_truncation()
+
+
+def check_batch(hf: Any, fp: Any, texts: list[str]) -> None:
+    """Asserts the same encodings of ``texts`` as one batch."""
+    ref, got = hf.encode_batch(texts), fp.encode_batch(texts)
+    assert [diff(x, y) for x, y in zip(ref, got, strict=True)] == [None] * len(ref)
+
+
+def check_pretokenized(hf: Any, fp: Any, words: list[str]) -> None:
+    """Asserts the same encoding of ``words`` as a pre-tokenized sequence, alone and paired with
+    itself reversed."""
+    assert diff(hf.encode(words, is_pretokenized=True), fp.encode(words, is_pretokenized=True)) is None
+    got = fp.encode(words, words[::-1], is_pretokenized=True)
+    assert diff(hf.encode(words, words[::-1], is_pretokenized=True), got) is None
 
 
 def check_pairs(hf: Any, fp: Any, pairs: list[tuple[str, str]], singles: bool = True) -> None:
