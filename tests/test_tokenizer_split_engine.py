@@ -209,6 +209,8 @@ QUANTS = [
     "{2}?",
 ]
 TAILS = ["", "", "", r"(?!\S)", r"(?=\s)", "$", r"\z"]
+# Look-behinds of single chars and classes run on PCRE2; a quantified one stays on Oniguruma.
+HEADS = ["", "", "", "", r"(?<=\p{L})", r"(?<!\s)", r"(?<=[a-z]|\d|\r\n)", r"(?<![\p{N}'])", r"(?<=\s+)"]
 
 
 @st.composite
@@ -218,7 +220,7 @@ def random_patterns(draw: st.DrawFn) -> str:
         seq = "".join(
             draw(st.sampled_from(ATOMS)) + draw(st.sampled_from(QUANTS)) for _ in range(draw(st.integers(1, 3)))
         )
-        alts.append(seq + draw(st.sampled_from(TAILS)))
+        alts.append(draw(st.sampled_from(HEADS)) + seq + draw(st.sampled_from(TAILS)))
     return "|".join(alts)
 
 
@@ -264,7 +266,14 @@ def bpe_json() -> dict[str, Any]:
 
 @pytest.mark.parametrize(
     "name",
-    ["o200k (GPT-4o, gpt-oss)", "Tekken (Mistral Nemo, Pixtral)", "BLOOM", "word chars", "lookbehind (onig fallback)"],
+    [
+        "o200k (GPT-4o, gpt-oss)",
+        "Tekken (Mistral Nemo, Pixtral)",
+        "BLOOM",
+        "word chars",
+        "lookbehinds of two widths, negative",
+        "variable-width lookbehind (onig fallback)",
+    ],
 )
 def test_fused_byte_level_bpe(bpe_json: dict[str, Any], name: str) -> None:
     """An Isolated Split + ByteLevel(use_regex=False) + BPE runs the fused ids loop: ids and
@@ -335,7 +344,8 @@ def test_describe_names_the_engine() -> None:
     assert engine(names["Tekken (Mistral Nemo, Pixtral)"]) == "dfa, class bytes"
     assert engine(names["gpt2"]) == "hand-written gpt2"
     assert engine(names["cl100k / Llama-3 / GLM-4 / OLMo-2 (HF tokenizer.json)"]) == "hand-written cl100k"
-    for fallback in ("lookbehind (onig fallback)", "backreference (onig fallback)"):
+    assert engine(names["lookbehind"]) == "pcre2-jit, class bytes"
+    for fallback in ("variable-width lookbehind (onig fallback)", "backreference (onig fallback)"):
         assert engine(names[fallback]).startswith("onig fallback ("), fallback
     # Every other collected pattern runs on a fast engine.
     for e in PATTERNS:

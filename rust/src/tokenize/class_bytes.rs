@@ -114,7 +114,9 @@ impl ClassBytes {
         }
         for p in &out {
             if let Part::Verbatim(v) = p {
-                for bad in ["(?=", "(?!", "(?>", "++", "*+", "?+", "}+", "^", "\\Z"] {
+                for bad in [
+                    "(?=", "(?!", "(?<", "(?>", "++", "*+", "?+", "}+", "^", "\\Z",
+                ] {
                     if v.contains(bad) {
                         return Err(format!("{bad} has no DFA form"));
                     }
@@ -422,7 +424,7 @@ impl<'a> Parser<'a> {
             }
         }
         match kind.as_str() {
-            ":" | "=" | "!" | ">" => {
+            ":" | "=" | "!" | ">" | "<=" | "<!" => {
                 self.ci.push(outer);
                 self.verbatim(&format!("(?{kind}"));
             }
@@ -707,6 +709,7 @@ pub(super) mod tests {
         r"(?i:[^s]+)|\h+|\x{1F600}|\u00e9+",
         r"\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|(?>a|ab)c|x(?=y)|\Ay|z\z",
         r"\s+$|\p{L}+(?!\s)|\p{N}|.",
+        r"(?<=\p{L})\s+(?!\S)|(?<![\p{N}a-z])\p{N}+|(?<=ab|é|\p{Lu})x|.",
     ];
 
     /// Every Unicode scalar value, one after another, then text with each kind of boundary.

@@ -15,10 +15,11 @@
 //!   `{,n}` becomes `{0,n}`.
 //!
 //! Anything else that either engine reads differently stays on Oniguruma: back references,
-//! look-behind, `\b`/`\B` (their word set), `\G`, `\K`, `\R`, `\X`, nested or intersected classes,
-//! POSIX brackets, options other than `i`, possessive intervals (`{n,m}+` is a repeat in
-//! Oniguruma), and case-insensitive text that Unicode folds to several chars (`ss`, `st`,
-//! `ff`, `fi`, `fl`: Oniguruma matches `ß` for `(?i)ss`, PCRE2 does not) or that is not ASCII.
+//! look-behind other than alternatives of single chars and classes, `\b`/`\B` (their word
+//! set), `\G`, `\K`, `\R`, `\X`, nested or intersected classes, POSIX brackets, options other
+//! than `i`, possessive intervals (`{n,m}+` is a repeat in Oniguruma), and case-insensitive text
+//! that Unicode folds to several chars (`ss`, `st`, `ff`, `fi`, `fl`: Oniguruma matches `ß` for
+//! `(?i)ss`, PCRE2 does not) or that is not ASCII.
 use super::fastsplit::{onig_property_ctype, onig_ranges};
 
 /// Why a pattern stays on Oniguruma (shown by `Tokenizer::describe`).
@@ -437,7 +438,10 @@ impl<'a> Translator<'a> {
                 }
             }
             Some('<') if matches!(self.peek(), Some('=' | '!')) => {
-                return unsupported("a look-behind");
+                let negative = self.next() == Some('!');
+                look_behind_body(self.rest())?;
+                self.out.push_str(if negative { "(?<!" } else { "(?<=" });
+                self.ci.push(outer);
             }
             _ => return unsupported("a group kind other than (?:, (?=, (?!, (?>, (?i"),
         }
@@ -641,6 +645,68 @@ pub fn translate(src: &str) -> Result<String, Unsupported> {
     .run()
 }
 
+/// Checks a look-behind's body (`rest` starts after `(?<=` or `(?<!`): alternatives of
+/// single-char atoms (a char, an escape of one char or a class, `\p{..}`, a bracket class, `.`),
+/// no quantifier, group or anchor. Each alternative then has a fixed width, and both engines test
+/// it at that distance back from the position: the same matches. Oniguruma's look-behind also
+/// takes bodies that PCRE2 reads otherwise or refuses (variable widths, nested groups); those
+/// stay on Oniguruma.
+fn look_behind_body(rest: &str) -> Result<(), Unsupported> {
+    let other = || unsupported("a look-behind other than alternatives of single chars and classes");
+    let mut chars = rest.chars().peekable();
+    let mut width = 0usize;
+    loop {
+        let Some(c) = chars.next() else {
+            return unsupported("an unclosed look-behind");
+        };
+        match c {
+            ')' | '|' => {
+                if width == 0 {
+                    return other();
+                }
+                if c == ')' {
+                    return Ok(());
+                }
+                width = 0;
+                continue;
+            }
+            '\\' => match chars.next() {
+                Some('p' | 'P' | 'x') if chars.peek() == Some(&'{') => {
+                    if !chars.by_ref().any(|d| d == '}') {
+                        return other();
+                    }
+                }
+                // `\xHH` and `\uHHHH`: the translator reads the digits.
+                Some(e) if e.is_ascii_alphanumeric() && !"sSdDwWhHtnrfvaexu".contains(e) => {
+                    return other(); // anchors, back references, \b, \K, \R, \X ...
+                }
+                Some(_) => {}
+                None => return other(),
+            },
+            '[' => {
+                let mut depth = 1;
+                while depth > 0 {
+                    match chars.next() {
+                        Some('\\') => {
+                            chars.next();
+                        }
+                        Some('[') => depth += 1,
+                        Some(']') => depth -= 1,
+                        Some(_) => {}
+                        None => return other(),
+                    }
+                }
+            }
+            '(' | '*' | '+' | '?' | '{' | '^' | '$' => return other(),
+            _ => {}
+        }
+        if matches!(chars.peek(), Some('*' | '+' | '?' | '{')) {
+            return other();
+        }
+        width += 1;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -654,6 +720,8 @@ mod tests {
             r"\p{N}",
             r"[0-9]{,3}",
             r"\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+",
+            r"(?<=\p{L})\s+(?!\S)",
+            r"(?<![a-z\d])x|(?<=ab|\x{41}|\u00e9|[\p{L}\]])y",
         ] {
             translate(src).unwrap_or_else(|e| panic!("{src}: {e}"));
         }
@@ -663,7 +731,12 @@ mod tests {
     fn refuses_what_differs() {
         for src in [
             r"(a)\1",
-            r"(?<=a)b",
+            r"(?<=a+)b",
+            r"(?<=(a))b",
+            r"(?<=a|)b",
+            r"(?<=\ba)b",
+            r"(?<!a{2})b",
+            r"(?<=a",
             r"\bfoo",
             r"(?i:ss)",
             r"(?i:é)",

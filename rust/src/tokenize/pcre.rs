@@ -543,6 +543,36 @@ mod tests {
         }
     }
 
+    /// Look-behinds of single chars and classes (the ones PCRE2 takes) find Oniguruma's
+    /// matches on every engine, at the text's start, after a previous match, across
+    /// multi-byte chars and where alternatives of two widths look back.
+    #[test]
+    fn look_behinds_follow_onig() {
+        for src in [
+            r"(?<=\p{L})\s+(?!\S)|\s+",
+            r"(?<![\p{N}a-z])\p{N}+|.",
+            r"(?<=ab|é|\p{Lu})x|(?<!\n)\n",
+            r"(?<=\s)\S+|(?<!\x{41})\u00e9|(?<=\t|\r\n).",
+            r"(?<=[^\s\p{L}])\p{L}+|\p{L}|\s",
+        ] {
+            for text in [
+                "",
+                "x",
+                "abx Cx éx  dx",
+                "1a2 3b4 ٣5",
+                "A\u{e9} b\u{e9}\n\n\nz",
+                "Hello  world\n\n  x\t",
+                "a.b,c!dé-fß",
+                "\u{1F600}x \u{10D4A}é",
+            ] {
+                let want = onig_matches(src, text);
+                for got in engines_matches(src, text) {
+                    assert_eq!(got, want, "{src:?} on {text:?}");
+                }
+            }
+        }
+    }
+
     #[test]
     fn jit_is_available() {
         assert!(Regex::pcre("a+").unwrap().jit());
