@@ -140,22 +140,26 @@ def _own_entry(doc: dict[str, Any], here: dict[str, Any]) -> dict[str, Any] | No
 
 
 def baseline_here() -> tuple[dict[str, Any], str]:
-    """The checks' baselines for this machine and where they come from. Ratios move with the CPU
-    (numpy.empty of 16 MiB, the pool check's peer, costs ~650 ns on the AMD EPYC baseline machine
-    and ~350 ns on an Intel Xeon of the same kind of VM), so each CPU model measured has its own
-    baseline; on a model not measured yet each check is held to the lowest floor of those
-    measured (lenient: measure a new model once CI runs on it)."""
+    """The checks' baselines for this machine and where they come from. Ratios move with the CPU,
+    so each CPU model measured has its own baseline; a check that this model's baseline lacks (a
+    model not measured yet, or a check changed since it was) is held to the lowest floor of
+    those measured (lenient: measure the model once CI runs on it)."""
     doc = json.loads(BASELINE.read_text())
-    mine = _own_entry(doc, machine())
-    if mine is not None:
-        return mine["checks"], mine["machine"]["processor"]
     all_checks = [doc["checks"], *(m["checks"] for m in doc.get("other_machines", {}).values())]
     lowest: dict[str, Any] = {}
     for checks in all_checks:
         for name, e in checks.items():
             if name not in lowest or e["floor"] < lowest[name]["floor"]:
                 lowest[name] = e
-    return lowest, "the lowest floor of the CPU models measured (this one is not)"
+    mine = _own_entry(doc, machine())
+    if mine is None:
+        return lowest, "the lowest floor of the CPU models measured (this one is not)"
+    own = mine["checks"]
+    missing = sorted(set(lowest) - set(own))
+    source = mine["machine"]["processor"]
+    if missing:
+        source += f" (for {', '.join(missing)}: the lowest floor of the models measured)"
+    return {**lowest, **own}, source
 
 
 def check(checks: list[_ratios.Check], slowdowns: dict[str, int], report: Path | None) -> int:
