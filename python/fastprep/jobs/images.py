@@ -23,7 +23,7 @@ from ..errors import DecodeError, DeviceUnavailableError
 from .image_inputs import Item, list_items, read_items
 from .shards import Manifest, atomic_file, crash_point, remove_temporaries, write_errors
 from .stats import JobStats, Progress
-from .tokenize import JobError
+from .tokenize import SYNC_BYTES, JobError, _datasync
 
 __all__ = ["ImagesSettings", "run_images"]
 
@@ -205,6 +205,7 @@ class ShardWriter:
         self._cm: Any = None
         self._f: Any = None
         self._header: dict[str, Any] = {}
+        self._synced = 0
 
     def write(self, c: Chunk) -> dict[str, Any] | None:
         import numpy as np
@@ -227,7 +228,18 @@ class ShardWriter:
             self._f.write(rows.data)
             self.rows += len(rows)
             self.nbytes += rows.nbytes
+            self._sync_some()
         return self._close(c.unit) if c.last else None
+
+    def _sync_some(self) -> None:
+        """Sends the shard to the disk every ``SYNC_BYTES`` while the next batches are
+        processed, as the tokenize job does: the sync of a whole shard when it closes (19 MB of
+        float16 for 64 images, ~22 ms here) held up the end of the job."""
+        self._f.flush()
+        written = self._f.tell()
+        if written - self._synced >= SYNC_BYTES:
+            _datasync(self._f.fileno())
+            self._synced = written
 
     def _base(self, unit: Unit) -> Path:
         return self.job.out / f"shard-{unit.name}"
