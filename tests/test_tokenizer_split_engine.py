@@ -210,7 +210,18 @@ QUANTS = [
 ]
 TAILS = ["", "", "", r"(?!\S)", r"(?=\s)", "$", r"\z"]
 # Look-behinds of single chars and classes run on PCRE2; a quantified one stays on Oniguruma.
-HEADS = ["", "", "", "", r"(?<=\p{L})", r"(?<!\s)", r"(?<=[a-z]|\d|\r\n)", r"(?<![\p{N}'])", r"(?<=\s+)"]
+HEADS = [
+    "",
+    "",
+    "",
+    "",
+    r"(?<=\p{L})",
+    r"(?<!\s)",
+    r"(?<=[a-z]|\d|\r\n)",
+    r"(?<![\p{N}'])",
+    r"(?i:(?<=s|k))",
+    r"(?<=\s+)",
+]
 
 
 @st.composite

@@ -554,6 +554,9 @@ mod tests {
             r"(?<=ab|é|\p{Lu})x|(?<!\n)\n",
             r"(?<=\s)\S+|(?<!\x{41})\u00e9|(?<=\t|\r\n).",
             r"(?<=[^\s\p{L}])\p{L}+|\p{L}|\s",
+            // Under (?i): one-char folds of other lengths in UTF-8 (the Kelvin sign, the
+            // long s) behind.
+            r"(?i)(?<=k)x|(?i:(?<=s|ab)y)|(?i:(?<![a-z])z)",
         ] {
             for text in [
                 "",
@@ -564,6 +567,7 @@ mod tests {
                 "Hello  world\n\n  x\t",
                 "a.b,c!dé-fß",
                 "\u{1F600}x \u{10D4A}é",
+                "Kx kx \u{212A}x \u{17F}y sy ABy aBy Z 1z \u{212A}z",
             ] {
                 let want = onig_matches(src, text);
                 for got in engines_matches(src, text) {
