@@ -62,3 +62,39 @@ def test_gate_passes_without_a_slowdown():
 def test_gate_refuses_unknown_checks():
     out = subprocess.run([sys.executable, str(GATE), "--only", "nope"], capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and "unknown check" in (out.stdout + out.stderr)
+
+
+def _load_gate() -> object:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("fastprep_gate", GATE)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_a_check_missing_from_this_models_baseline_takes_the_lowest_floor(tmp_path, monkeypatch):
+    """This CPU model's own entries are used; a check it lacks is held to the lowest floor of the
+    models measured; a model not measured at all gets the lowest floor of every check."""
+    gate: object = _load_gate()
+
+    def entry(floor: float) -> dict[str, float]:
+        return {"speedup": floor / 0.6, "floor": floor}
+
+    doc = {
+        "machine": {"processor": "CPU A"},
+        "checks": {"one": entry(3.0), "two": entry(5.0)},
+        "other_machines": {"CPU B": {"machine": {"processor": "CPU B"}, "checks": {"one": entry(4.0)}}},
+    }
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps(doc))
+    monkeypatch.setattr(gate, "BASELINE", baseline)
+    for model, want_one, own in (("CPU B", 4.0, True), ("CPU A", 3.0, True), ("CPU C", 3.0, False)):
+        monkeypatch.setattr(gate, "machine", lambda model=model: {"processor": model})
+        checks, source = gate.baseline_here()  # type: ignore[attr-defined]
+        assert checks["one"]["floor"] == want_one, model
+        assert checks["two"]["floor"] == 5.0, model  # only CPU A measured it
+        assert source.startswith(model) == own, source
+    monkeypatch.setattr(gate, "machine", lambda: {"processor": "CPU B"})
+    assert "for two: the lowest floor" in gate.baseline_here()[1]  # type: ignore[attr-defined]
