@@ -19,7 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO
 
-__all__ = ["Manifest", "atomic_file", "crash_point", "remove_temporaries"]
+__all__ = ["Manifest", "atomic_file", "crash_point", "remove_temporaries", "sync_some"]
 
 TMP_SUFFIX = ".fastprep-tmp"
 
@@ -68,6 +68,25 @@ def atomic_file(path: Path) -> Iterator[BinaryIO]:
         f.close()
         tmp.unlink(missing_ok=True)
         raise
+
+
+# Bytes of a shard written between two syncs (see sync_some).
+SYNC_BYTES = 4 << 20
+_datasync = getattr(os, "fdatasync", os.fsync)  # macOS has no fdatasync
+
+
+def sync_some(f: BinaryIO, synced: int) -> int:
+    """Sends what a shard file has so far to the disk once ``SYNC_BYTES`` more were written since
+    ``synced``, and returns the new synced length. Called after each batch while the next ones
+    are worked on: the sync of a whole shard when it closed kept the cores idle at the end of a
+    job (0.02-0.05 s of a 20 MB tokenize run; ~22 ms for a 19 MB float16 image shard). The
+    shard's own sync at its close then writes only its tail."""
+    f.flush()
+    written = f.tell()
+    if written - synced >= SYNC_BYTES:
+        _datasync(f.fileno())
+        return written
+    return synced
 
 
 def write_atomic(path: Path, data: bytes) -> None:
