@@ -95,6 +95,34 @@ def test_accepts_bytearray_and_memoryview():
         fastprep.decode("not bytes")  # type: ignore[arg-type]
 
 
+def test_batch_calls_read_buffers_in_place():
+    """decode_batch, preprocess and TrainPipeline take slices of one buffer (a tar shard or a
+    record file in memory) as they are, and give what the same files as bytes give."""
+    blobs = [data.jpeg_variants()["china-q75-420"], data.png_variants()["rgba8"], data.jpeg_variants()["flower-prog-444"]]
+    arena = bytearray(b"".join(blobs))
+    views, pos = [], 0
+    for b in blobs:
+        views.append(memoryview(arena)[pos : pos + len(b)])
+        pos += len(b)
+    as_numpy = [np.frombuffer(b, np.uint8) for b in blobs]  # a uint8 array: read in place too
+    strided = [memoryview(bytes(2 * len(b)))[::2] for b in blobs]  # not contiguous: copied
+    for got in (fastprep.decode_batch(views), fastprep.decode_batch([bytearray(b) for b in blobs])):
+        for g, w in zip(got, fastprep.decode_batch(blobs), strict=True):
+            np.testing.assert_array_equal(g, w)
+    want = fastprep.preprocess(blobs)
+    np.testing.assert_array_equal(fastprep.preprocess(views), want)
+    np.testing.assert_array_equal(fastprep.preprocess([memoryview(n) for n in as_numpy]), want)
+    pipe = fastprep.TrainPipeline(32, seed=3)
+    got, params = pipe(views, step=0)
+    np.testing.assert_array_equal(got, pipe(blobs, step=0)[0])
+    # a strided view is copied (its bytes are all zero here: a decode error, by index)
+    with pytest.raises(DecodeError) as e:
+        fastprep.decode_batch([blobs[0], strided[1]])
+    assert e.value.index == 1
+    with pytest.raises(TypeError, match="image 1"):
+        fastprep.decode_batch([blobs[0], "not bytes"])  # type: ignore[list-item]
+
+
 # --- bad input --------------------------------------------------------------------------------
 
 

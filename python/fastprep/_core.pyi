@@ -97,17 +97,17 @@ def decode_image(
     scale_denom: int = 1,
 ) -> tuple[PixelBuffer, bool]: ...
 def decode_images(
-    items: list[bytes],
+    items: list[bytes | bytearray | memoryview],
     mode: str = "RGB",
     apply_exif_orientation: bool = True,
     max_pixels: int | None = ...,
     num_threads: int | None = None,
 ) -> tuple[list[PixelBuffer | tuple[str, str]], list[tuple[int, int, int]]]: ...
 def preprocess_into(
-    items: list[bytes], out: Any, settings: dict[str, Any], num_threads: int | None = None
+    items: list[bytes | bytearray | memoryview], out: Any, settings: dict[str, Any], num_threads: int | None = None
 ) -> tuple[list[tuple[str, str] | None], list[tuple[int, int, int]], list[tuple[int, int, int]]]: ...
 def train_preprocess_into(
-    items: list[bytes],
+    items: list[bytes | bytearray | memoryview],
     out: Any,
     settings: dict[str, Any],
     seed: int,

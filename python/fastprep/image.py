@@ -74,6 +74,17 @@ def _as_bytes(data: Any, index: int | None = None) -> bytes:
     )
 
 
+def _as_encoded(data: Any, index: int) -> bytes | bytearray | memoryview:
+    """For the batch calls: a bytearray or a contiguous byte memoryview (a slice of a tar shard or
+    a record file in memory, an mmap) goes to Rust as it is, read in place; other views are
+    copied."""
+    if isinstance(data, bytes | bytearray):
+        return data
+    if isinstance(data, memoryview) and data.c_contiguous and data.format == "B":
+        return data
+    return _as_bytes(data, index)
+
+
 def decode(
     data: _BytesLike,
     *,
@@ -123,7 +134,7 @@ def decode_batch(
     """
     if on_error not in ("raise", "skip"):
         raise ValueError(f"on_error must be 'raise' or 'skip', got {on_error!r}")
-    blobs = [_as_bytes(d, i) for i, d in enumerate(items)]
+    blobs = [_as_encoded(d, i) for i, d in enumerate(items)]
     out, errors, over = _decode_all(blobs, mode, apply_exif_orientation, _limit(max_pixels), num_threads)
     _warn_over_limit(over, max_pixels)
     if errors and on_error == "raise":
@@ -152,7 +163,7 @@ def _hard_limit(max_pixels: int | None) -> int | None:
 
 
 def _decode_all(
-    blobs: list[bytes], mode: str, apply_exif_orientation: bool, limit: int | None, num_threads: int | None
+    blobs: list[Any], mode: str, apply_exif_orientation: bool, limit: int | None, num_threads: int | None
 ) -> tuple[list[Any], list[DecodeError], list[tuple[int, int, int]]]:
     """``decode_batch``'s work under the core's ``limit``: one array per input (None where it
     failed), the failures, and ``(index, width, height)`` of each image over ``MAX_IMAGE_PIXELS``."""

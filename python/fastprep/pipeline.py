@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from . import _core
 from .errors import DecodeError
-from .image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _hard_limit, _warn_over_limit
+from .image import MAX_IMAGE_PIXELS, Filter, _as_encoded, _hard_limit, _warn_over_limit
 from .pool import BlockPool
 
 __all__ = ["IMAGENET_MEAN", "IMAGENET_STD", "STAGES", "ImagePipeline", "preprocess"]
@@ -151,7 +151,7 @@ class ImagePipeline:
         the last element with ``return_timings=True``: seconds per stage summed over the images,
         ``wall`` seconds for the call, and ``per_image`` (N, 3) seconds.
         """
-        blobs = [_as_bytes(d, i) for i, d in enumerate(images)]
+        blobs = [_as_encoded(d, i) for i, d in enumerate(images)]
         block = self._block(len(blobs))
         start = time.perf_counter()
         errors, times, over = _core.preprocess_into(blobs, block, self.settings, self.num_threads)

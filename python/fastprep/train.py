@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any, Literal
 
 from . import _core
-from .image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _hard_limit, _warn_over_limit
+from .image import MAX_IMAGE_PIXELS, Filter, _as_encoded, _hard_limit, _warn_over_limit
 from .pipeline import _DTYPES, IMAGENET_MEAN, IMAGENET_STD, ImagePipeline
 
 __all__ = ["PARAM_COLUMNS", "TrainPipeline"]
@@ -134,7 +134,7 @@ class TrainPipeline(ImagePipeline):
         """
         import numpy as np
 
-        blobs = [_as_bytes(d, i) for i, d in enumerate(images)]
+        blobs = [_as_encoded(d, i) for i, d in enumerate(images)]
         given = None
         if params is not None:
             rows = np.asarray(params)

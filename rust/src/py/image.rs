@@ -1,5 +1,6 @@
 //! `_core.resize_u8`: the binding of the Pillow-exact resize (facade in `fastprep/image.py`).
 use super::buffer::PixelBuffer;
+use super::encoded::Encoded;
 use super::threads;
 use crate::error::{DecodeError as CoreDecodeError, ImageError};
 use crate::image::jpeg_coeffs;
@@ -275,14 +276,15 @@ pub fn decode_image(
 #[pyo3(signature = (items, mode = "RGB", apply_exif_orientation = true, max_pixels = Some(DEFAULT_MAX_PIXELS), num_threads = None))]
 pub fn decode_images<'py>(
     py: Python<'py>,
-    items: Vec<Bound<'py, PyBytes>>,
+    items: Vec<Bound<'py, PyAny>>,
     mode: &str,
     apply_exif_orientation: bool,
     max_pixels: Option<u64>,
     num_threads: Option<usize>,
 ) -> PyResult<(Vec<Bound<'py, PyAny>>, Vec<OverLimit>)> {
     let opts = options(mode, apply_exif_orientation, max_pixels, 1)?;
-    let slices: Vec<&[u8]> = items.iter().map(PyBytesMethods::as_bytes).collect();
+    let items = Encoded::all(&items)?;
+    let slices: Vec<&[u8]> = items.iter().map(Encoded::as_slice).collect();
     let threads = threads::resolve(num_threads).min(slices.len().max(1));
     let results: Vec<Result<Image, CoreDecodeError>> =
         py.detach(|| threads::map(threads, &slices, |d| decode(d, &opts)));
@@ -366,7 +368,7 @@ type StageTuple = (u64, u64, u64);
 #[pyo3(signature = (items, out, settings, num_threads = None))]
 pub fn preprocess_into(
     py: Python<'_>,
-    items: Vec<Bound<'_, PyBytes>>,
+    items: Vec<Bound<'_, PyAny>>,
     out: &Bound<'_, PyAny>,
     settings: SpecArgs,
     num_threads: Option<usize>,
@@ -391,7 +393,8 @@ pub fn preprocess_into(
             items.len()
         )));
     }
-    let slices: Vec<&[u8]> = items.iter().map(PyBytesMethods::as_bytes).collect();
+    let items = Encoded::all(&items)?;
+    let slices: Vec<&[u8]> = items.iter().map(Encoded::as_slice).collect();
     let ptr = buf.buf_ptr() as usize;
     let threads = threads::resolve(num_threads).min(slices.len().max(1));
     let tables = Tables::new(spec.mean, spec.std);

@@ -1,6 +1,7 @@
 //! `_core.train_preprocess_into`: the binding of the fused training transform (facade in
 //! `fastprep/train.py`).
 use super::image::OverLimit;
+use super::encoded::Encoded;
 use super::threads;
 use crate::error::DecodeError as CoreDecodeError;
 use crate::image::decode;
@@ -10,7 +11,6 @@ use crate::image::Filter;
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
 
 /// What `fastprep.TrainPipeline` passes for its settings: a dict with these keys.
 #[derive(FromPyObject)]
@@ -73,7 +73,7 @@ type ParamTuple = (i64, i64, i64, i64, i64);
 #[allow(clippy::too_many_arguments, clippy::type_complexity)]
 pub fn train_preprocess_into(
     py: Python<'_>,
-    items: Vec<Bound<'_, PyBytes>>,
+    items: Vec<Bound<'_, PyAny>>,
     out: &Bound<'_, PyAny>,
     settings: TrainArgs,
     seed: u64,
@@ -111,9 +111,10 @@ pub fn train_preprocess_into(
             items.len()
         )));
     }
+    let items = Encoded::all(&items)?;
     let jobs: Vec<(usize, &[u8])> = items
         .iter()
-        .map(PyBytesMethods::as_bytes)
+        .map(Encoded::as_slice)
         .enumerate()
         .collect();
     let choice = |i: usize| match &params {

@@ -3,6 +3,7 @@
 //! from the interpreter where it can take long, and maps core errors in `errors.rs`.
 
 mod buffer;
+mod encoded;
 mod encoding;
 mod errors;
 mod image;
