@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -341,6 +342,50 @@ def test_hyp_fused_sequences(bpe_json: dict[str, Any], text: str, picked: list[d
     """Random Sequences of collected patterns (Isolated) + ByteLevel + BPE: the fused ids loop
     gives tokenizers' ids."""
     hf, fp = _pair(_fused_sequence(bpe_json, [e["pattern"] for e in picked]))
+    assert fp.encode(text, add_special_tokens=False).ids == hf.encode(text, add_special_tokens=False).ids
+
+
+NORMALIZERS = [
+    {"type": "NFC"},  # Qwen2 / Qwen3's files
+    {"type": "NFKC"},
+    {"type": "NFD"},
+    {"type": "Lowercase"},
+    {"type": "Sequence", "normalizers": []},  # DeepSeek-V4's file
+    {"type": "Sequence", "normalizers": [{"type": "NFC"}]},
+    {"type": "Sequence", "normalizers": [{"type": "NFKD"}, {"type": "Lowercase"}]},
+]
+
+
+def _qwen_like(bpe_json: dict[str, Any], normalizer: dict[str, Any]) -> str:
+    names = {e["name"]: e["pattern"] for e in PATTERNS}
+    js = json.loads(_fused_sequence(bpe_json, [names["Qwen2 / Qwen3"]]))
+    js["normalizer"] = normalizer
+    return json.dumps(js)
+
+
+@pytest.mark.parametrize("normalizer", NORMALIZERS, ids=lambda n: json.dumps(n))
+def test_fused_after_a_normalizer(bpe_json: dict[str, Any], normalizer: dict[str, Any]) -> None:
+    """A normalizer in front of the Splits keeps the fused ids loop (it runs on the normalized
+    text); ids equal tokenizers' on text in and out of the normal form (NFD-decomposed, combining
+    marks in every order, compatibility chars)."""
+    hf, fp = _pair(_qwen_like(bpe_json, normalizer))
+    assert fp.describe()["encode_path"].startswith("fused"), fp.describe()
+    docs = data.corpus_documents(200000)[:200]
+    odd = [
+        "cafe\u0301 caf\u00e9 \u212bngstr\u00f6m \ufb01ve \u2460 \uff21BC",
+        "a\u0316\u0301 a\u0301\u0316 e\u0301\u0300 \u1100\u1161\u11a8 \u30ab\u3099",
+        "\u0958 \u0915\u093c \u03b9\u0308\u0301 \u0439 \u0438\u0306 \uf900 \U0002f800",
+    ]
+    texts = [*docs, *(unicodedata.normalize("NFD", d) for d in docs[:50]), *odd, TRICKY]
+    for t in texts:
+        assert fp.encode(t, add_special_tokens=False).ids == hf.encode(t, add_special_tokens=False).ids, t[:80]
+    assert fp.count_tokens(texts) == [len(hf.encode(t, add_special_tokens=False).ids) for t in texts]
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=TEXT, normalizer=st.sampled_from(NORMALIZERS[:3]))
+def test_hyp_fused_after_a_normalizer(bpe_json: dict[str, Any], text: str, normalizer: dict[str, Any]) -> None:
+    hf, fp = _pair(_qwen_like(bpe_json, normalizer))
     assert fp.encode(text, add_special_tokens=False).ids == hf.encode(text, add_special_tokens=False).ids
 
 

@@ -193,7 +193,17 @@ pub fn normalizer(v: &Value, path: &str) -> R<Option<Normalizer>> {
         }
         "Nmt" => Normalizer::Nmt,
         "ByteLevel" => Normalizer::ByteLevel,
-        "Sequence" => Normalizer::Sequence(items(m, "normalizers", path, normalizer)?),
+        "Sequence" => {
+            // An empty Sequence is the identity (DeepSeek-V4's file has one), and a Sequence of
+            // one is that one: either then takes the loops of a file without it (the fused ids
+            // loop runs only without a normalizer). The file's own JSON is kept for `to_str`.
+            let mut list = items(m, "normalizers", path, normalizer)?;
+            match list.len() {
+                0 => return Ok(None),
+                1 => list.swap_remove(0),
+                _ => Normalizer::Sequence(list),
+            }
+        }
         other => {
             return Err(TokenizeError::unsupported(
                 format!("normalizer {other:?}"),

@@ -21,6 +21,7 @@ mod json_sections;
 mod load_thread;
 mod long_text;
 pub mod model;
+mod normal_form;
 pub mod normalize;
 mod onig_to_pcre;
 pub mod pattern;
@@ -499,8 +500,16 @@ impl Tokenizer {
     /// The known split and byte-level BPE of a tokenizer that the fused ids-only loop runs
     /// (no normalizer, a plain known split, BPE), if it is one.
     fn fused(&self) -> Option<(fastsplit::Known, &bpe::Bpe)> {
-        match (&self.normalizer, &self.pre_tokenizer, &self.model) {
-            (None, Some(pt), Model::Bpe(bpe)) => pt.plain_known_split().map(|k| (k, bpe)),
+        self.normalizer.is_none().then(|| self.fused_split()).flatten()
+    }
+
+    /// `fused` whatever the normalizer: `encode_ids` runs the loop on the units `splits` gives,
+    /// already normalized (Qwen2's NFC is the common case: without this, Qwen files took the
+    /// general loop at a third of the speed). The long-text path cuts the raw text, so it
+    /// needs no normalizer at all (`fused`).
+    fn fused_split(&self) -> Option<(fastsplit::Known, &bpe::Bpe)> {
+        match (&self.pre_tokenizer, &self.model) {
+            (Some(pt), Model::Bpe(bpe)) => pt.plain_known_split().map(|k| (k, bpe)),
             _ => None,
         }
     }
@@ -518,7 +527,7 @@ impl Tokenizer {
     /// Which loop `encode_ids` runs: one scan that tokenizes each piece as it is found
     /// ("fused"), or pre-tokenize then tokenize ("general").
     pub fn encode_path(&self) -> &'static str {
-        if self.fused().is_some() {
+        if self.fused_split().is_some() {
             "fused, hand-written split"
         } else if self.fused_pattern().is_some() {
             "fused, regex split"
@@ -530,12 +539,10 @@ impl Tokenizer {
     /// The regex splits and byte-level BPE of a tokenizer whose pre-tokenizer is Isolated
     /// regex Splits (on PCRE2 or Oniguruma) and the plain byte-level step (o200k, Tekken,
     /// DeepSeek and most byte-level files): the fused loop runs them as it runs the known
-    /// patterns.
+    /// patterns, on the units `splits` has normalized.
     fn fused_pattern(&self) -> Option<(RegexSplits<'_>, &bpe::Bpe)> {
-        match (&self.normalizer, &self.pre_tokenizer, &self.model) {
-            (None, Some(pt), Model::Bpe(bpe)) => {
-                pt.plain_regex_splits().map(|s| (RegexSplits(s), bpe))
-            }
+        match (&self.pre_tokenizer, &self.model) {
+            (Some(pt), Model::Bpe(bpe)) => pt.plain_regex_splits().map(|s| (RegexSplits(s), bpe)),
             _ => None,
         }
     }
@@ -564,7 +571,7 @@ impl Tokenizer {
         ids.extend_from_slice(&head);
         // Scratch for the pieces past the small caches (none, in most short texts).
         let mut tokens: Vec<(u32, u32)> = Vec::new();
-        if let Some((known, bpe)) = self.fused() {
+        if let Some((known, bpe)) = self.fused_split() {
             let units = splits
                 .into_iter()
                 .map(|(id, piece)| (id, sources.text(piece)));

@@ -4,6 +4,7 @@
 //! The alignment rules follow HF tokenizers' `NormalizedString::transform` exactly (they decide the
 //! offsets users see): a char that replaces an old one takes the old char's range, a char that is
 //! added takes the range of the byte just before it, or (0, 0) at the very start.
+use super::normal_form::Form;
 use super::pattern::Pattern;
 use unicode_normalization_alignments::UnicodeNormalization;
 
@@ -196,6 +197,11 @@ impl Normalizer {
     pub fn apply_str(&self, s: &str) -> Outcome {
         match self {
             Self::Bert(b) => b.apply_str(s),
+            // Most text is already in the form (Qwen2's NFC on any corpus): the quick check
+            // says so without the alignment of every byte that `apply` builds.
+            Self::Nfc | Self::Nfd | Self::Nfkc | Self::Nfkd if self.already_normal(s) => {
+                Outcome::Unchanged
+            }
             Self::Lowercase if s.is_ascii() => {
                 if s.bytes().any(|b| b.is_ascii_uppercase()) {
                     Outcome::Bytewise(s.to_ascii_lowercase())
@@ -207,6 +213,19 @@ impl Normalizer {
                 .apply(&Normalized::identity(s))
                 .map_or(Outcome::Unchanged, Outcome::Changed),
         }
+    }
+
+    /// Whether `s` is already in this Unicode normal form, so that normalizing changes nothing
+    /// (see `normal_form`).
+    fn already_normal(&self, s: &str) -> bool {
+        let form = match self {
+            Self::Nfc => Form::Nfc,
+            Self::Nfd => Form::Nfd,
+            Self::Nfkc => Form::Nfkc,
+            Self::Nfkd => Form::Nfkd,
+            _ => return false,
+        };
+        form.holds(s)
     }
 
     /// The normalized text alone (for added tokens' normalized forms).
