@@ -1,7 +1,7 @@
 //! `_core.train_preprocess_into`: the binding of the fused training transform (facade in
 //! `fastprep/train.py`).
-use super::image::OverLimit;
 use super::encoded::Encoded;
+use super::image::OverLimit;
 use super::threads;
 use crate::error::DecodeError as CoreDecodeError;
 use crate::image::decode;
@@ -112,11 +112,7 @@ pub fn train_preprocess_into(
         )));
     }
     let items = Encoded::all(&items)?;
-    let jobs: Vec<(usize, &[u8])> = items
-        .iter()
-        .map(Encoded::as_slice)
-        .enumerate()
-        .collect();
+    let jobs: Vec<(usize, &[u8])> = items.iter().map(Encoded::as_slice).enumerate().collect();
     let choice = |i: usize| match &params {
         Some(p) => {
             let (top, left, height, width, flip) = p[i];

@@ -500,7 +500,10 @@ impl Tokenizer {
     /// The known split and byte-level BPE of a tokenizer that the fused ids-only loop runs
     /// (no normalizer, a plain known split, BPE), if it is one.
     fn fused(&self) -> Option<(fastsplit::Known, &bpe::Bpe)> {
-        self.normalizer.is_none().then(|| self.fused_split()).flatten()
+        self.normalizer
+            .is_none()
+            .then(|| self.fused_split())
+            .flatten()
     }
 
     /// `fused` whatever the normalizer: `encode_ids` runs the loop on the units `splits` gives,

@@ -74,7 +74,8 @@ impl Form {
         // where that says "maybe" (a char that may compose with the one before) the full check
         // on the starter and the run. The starters around them are boundaries: nothing before
         // one composes or reorders with what follows it.
-        let segment_holds = |seg: usize, start: usize, end: usize| match self.quick(&s[start..end]) {
+        let segment_holds = |seg: usize, start: usize, end: usize| match self.quick(&s[start..end])
+        {
             un::IsNormalized::Yes => true,
             un::IsNormalized::No => false,
             un::IsNormalized::Maybe => self.full(&s[seg..end]),
@@ -151,7 +152,12 @@ mod tests {
                 let Some(c) = char::from_u32(cp) else {
                     continue;
                 };
-                for t in [format!("{c}"), format!("a{c}"), format!("{c}\u{301}"), format!("\u{301}{c}é")] {
+                for t in [
+                    format!("{c}"),
+                    format!("a{c}"),
+                    format!("{c}\u{301}"),
+                    format!("\u{301}{c}é"),
+                ] {
                     assert_eq!(f.holds(&t), crate_says(f, &t), "U+{cp:04X} in {t:?}");
                 }
             }
