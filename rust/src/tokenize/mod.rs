@@ -220,6 +220,20 @@ impl Tokenizer {
             // SentencePiece's own float32 sums, so that near-ties fall its way, and its pieces
             // that text never matches (the converter's vocabulary lets text spell them).
             u.float32 = true;
+            // User-defined pieces: SentencePiece runs one lattice over the whole text, where
+            // their score makes it always take them; the converter isolates them with a Split
+            // first, which restarts the float32 sums at each and breaks exact ties another way
+            // (AI21's J2 model: whitespace pieces whose scores are multiples of one another).
+            let user = sentencepiece::user_defined_scores(bytes)?;
+            if !user.is_empty() {
+                u.set_scores(&user);
+                if let Some(PreTokenizer::Sequence(items)) = &mut tok.pre_tokenizer {
+                    items.retain(|p| !matches!(p, PreTokenizer::Split { .. }));
+                    if items.is_empty() {
+                        tok.pre_tokenizer = None;
+                    }
+                }
+            }
             u.hide_from_text(&sentencepiece::invisible_ids(bytes)?);
         }
         // SentencePiece's own normalization where the converter's differs (see spm_normalize).

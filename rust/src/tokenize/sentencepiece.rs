@@ -248,6 +248,26 @@ pub fn invisible_ids(bytes: &[u8]) -> R<Vec<u32>> {
         .collect())
 }
 
+/// The ids of a Unigram model's user-defined pieces with the score SentencePiece's Viterbi gives
+/// them so that it always takes them: `length * max_score - 0.1` (length in bytes, as its
+/// optimized encoder counts; `max_score` the highest normal piece's score, at least FLT_MIN as
+/// its initial value), in one lattice over the whole text.
+pub fn user_defined_scores(bytes: &[u8]) -> R<Vec<(u32, f64)>> {
+    let m = parse(bytes)?;
+    let max = m
+        .pieces
+        .iter()
+        .filter(|p| p.kind == NORMAL)
+        .map(|p| p.score)
+        .fold(f32::MIN_POSITIVE, f32::max);
+    Ok(m.pieces
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.kind == USER_DEFINED)
+        .map(|(i, p)| (i as u32, f64::from(p.text.len() as f32 * max) - 0.1))
+        .collect())
+}
+
 /// SentencePiece's own normalizer for the model (its `converter` left empty).
 pub fn normalizer(bytes: &[u8]) -> R<super::spm_normalize::SentencePieceNormalizer> {
     let m = parse(bytes)?;

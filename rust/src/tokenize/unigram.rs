@@ -206,6 +206,15 @@ impl Unigram {
         })
     }
 
+    /// Gives the pieces `scores` (id, score) in the lattice; their vocabulary entries stay.
+    pub fn set_scores(&mut self, scores: &[(u32, f64)]) {
+        for &(id, score) in scores {
+            if let Some(p) = self.pieces.get_mut(id as usize) {
+                p.1 = score;
+            }
+        }
+    }
+
     /// Takes `ids` out of the lattice: text never matches them (SentencePiece's control, unknown,
     /// unused and byte pieces, which it only ever emits itself); they stay in the vocabulary.
     pub fn hide_from_text(&mut self, ids: &[u32]) {
