@@ -345,6 +345,50 @@ def test_hyp_fused_sequences(bpe_json: dict[str, Any], text: str, picked: list[d
     assert fp.encode(text, add_special_tokens=False).ids == hf.encode(text, add_special_tokens=False).ids
 
 
+CLIP_PATTERN = r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+"
+
+
+@pytest.mark.parametrize("use_regex", [False, True])
+@pytest.mark.parametrize("split", ["clip-removed-inverted", "o200k-isolated"])
+def test_fused_split_shapes(bpe_json: dict[str, Any], split: str, use_regex: bool) -> None:
+    """Removed + inverted Splits (the matches alone, CLIP's) and a last ByteLevel with its own
+    GPT-2 split (use_regex) also run the fused ids loop: ids equal tokenizers'."""
+    names = {e["name"]: e["pattern"] for e in PATTERNS}
+    first = (
+        _split(CLIP_PATTERN, "Removed", True)
+        if split.startswith("clip")
+        else _split(names["o200k (GPT-4o, gpt-oss)"], "Isolated", False)
+    )
+    js = dict(bpe_json)
+    js["pre_tokenizer"] = {
+        "type": "Sequence",
+        "pretokenizers": [
+            first,
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": use_regex},
+        ],
+    }
+    hf, fp = _pair(json.dumps(js))
+    assert fp.describe()["encode_path"] == "fused, regex split", fp.describe()
+    docs = [*data.corpus_documents(200000)[:200], TRICKY, " ".join(WORDS + DIGITS + EMOJI + APOSTROPHES)]
+    for d in docs:
+        assert fp.encode(d, add_special_tokens=False).ids == hf.encode(d, add_special_tokens=False).ids, d[:80]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=TEXT, use_regex=st.booleans())
+def test_hyp_fused_removed_inverted(bpe_json: dict[str, Any], text: str, use_regex: bool) -> None:
+    js = dict(bpe_json)
+    js["pre_tokenizer"] = {
+        "type": "Sequence",
+        "pretokenizers": [
+            _split(CLIP_PATTERN, "Removed", True),
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": use_regex},
+        ],
+    }
+    hf, fp = _pair(json.dumps(js))
+    assert fp.encode(text, add_special_tokens=False).ids == hf.encode(text, add_special_tokens=False).ids
+
+
 NORMALIZERS = [
     {"type": "NFC"},  # Qwen2 / Qwen3's files
     {"type": "NFKC"},

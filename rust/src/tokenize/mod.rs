@@ -553,7 +553,7 @@ impl Tokenizer {
         }
     }
 
-    /// The regex splits and byte-level BPE of a tokenizer whose pre-tokenizer is Isolated
+    /// The regex splits and byte-level BPE of a tokenizer whose pre-tokenizer is fused
     /// regex Splits (on PCRE2 or Oniguruma) and the plain byte-level step (o200k, Tekken,
     /// DeepSeek and most byte-level files): the fused loop runs them as it runs the known
     /// patterns, on the units `splits` has normalized.
@@ -950,28 +950,8 @@ impl PieceSplit for fastsplit::Known {
     }
 }
 
-/// An Isolated split on a regex: its matches and the gaps between them.
-impl PieceSplit for &pattern::Pattern {
-    #[inline]
-    fn pieces(self, text: &str, mut f: impl FnMut(usize, usize)) {
-        let mut prev = 0;
-        self.for_each_match(text, |s, e| {
-            if s > prev {
-                f(prev, s);
-            }
-            if e > s {
-                f(s, e);
-            }
-            prev = e;
-        });
-        if prev < text.len() {
-            f(prev, text.len());
-        }
-    }
-}
-
-/// Isolated regex Splits (`PreTokenizer::plain_regex_splits`), each splitting the pieces of
-/// the one before, as HF's Sequence runs them.
+/// Regex Splits (`PreTokenizer::plain_regex_splits`), each splitting the pieces of the one
+/// before, as HF's Sequence runs them.
 #[derive(Clone, Copy)]
 struct RegexSplits<'a>(&'a [pretokenize::PreTokenizer]);
 
@@ -981,13 +961,10 @@ impl PieceSplit for RegexSplits<'_> {
         let Some((first, rest)) = self.0.split_first() else {
             return;
         };
-        let Some(re) = first.isolated_regex() else {
-            return;
-        };
         if rest.is_empty() {
-            re.pieces(text, f);
+            first.fused_pieces(text, f);
         } else {
-            re.pieces(text, |s, e| nested_pieces(rest, text, s, e, &mut f));
+            first.fused_pieces(text, |s, e| nested_pieces(rest, text, s, e, &mut f));
         }
     }
 }
@@ -1002,13 +979,9 @@ fn nested_pieces(
 ) {
     match splits.split_first() {
         None => f(s, e),
-        Some((first, rest)) => {
-            if let Some(re) = first.isolated_regex() {
-                re.pieces(&text[s..e], |a, b| {
-                    nested_pieces(rest, text, s + a, s + b, f);
-                });
-            }
-        }
+        Some((first, rest)) => first.fused_pieces(&text[s..e], |a, b| {
+            nested_pieces(rest, text, s + a, s + b, f);
+        }),
     }
 }
 

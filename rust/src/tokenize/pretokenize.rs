@@ -302,10 +302,11 @@ impl PreTokenizer {
         }
     }
 
-    /// The Splits of a pre-tokenizer that is one or more Isolated, not inverted regex Splits
-    /// followed by the plain byte-level step (the shape of o200k's, Tekken's, DeepSeek's three
-    /// Splits and most byte-level files): the ids-only path splits each text by them, each
-    /// Split the pieces of the one before, and tokenizes the pieces as it finds them.
+    /// The Splits of a pre-tokenizer that is one or more regex Splits the fused loop runs
+    /// (`fused_regex`) followed by the plain byte-level step (the shape of o200k's, Tekken's,
+    /// DeepSeek's three Splits, CLIP's and most byte-level files): the ids-only path splits
+    /// each text by them, each Split the pieces of the one before, and tokenizes the pieces as
+    /// it finds them.
     #[must_use]
     pub fn plain_regex_splits(&self) -> Option<&[PreTokenizer]> {
         match self {
@@ -314,8 +315,15 @@ impl PreTokenizer {
                 [splits @ .., Self::ByteLevel {
                     add_prefix_space: false,
                     use_regex: false,
-                }] if !splits.is_empty() && splits.iter().all(|s| s.isolated_regex().is_some()) => {
+                }] if !splits.is_empty() && splits.iter().all(|s| s.fused_regex().is_some()) => {
                     Some(splits)
+                }
+                // ByteLevel's own GPT-2 split as the last one (CLIP's files), then its byte map.
+                [splits @ .., Self::ByteLevel {
+                    add_prefix_space: false,
+                    use_regex: true,
+                }] if !splits.is_empty() && splits.iter().all(|s| s.fused_regex().is_some()) => {
+                    Some(&items[..])
                 }
                 _ => None,
             },
@@ -323,15 +331,55 @@ impl PreTokenizer {
         }
     }
 
-    /// The regex of an Isolated, not inverted regex Split.
+    /// The pieces of `text` by one of `plain_regex_splits`' items, in order: a fused regex
+    /// Split's (`fused_regex`), or the GPT-2 split of a ByteLevel with `use_regex`.
+    #[inline]
+    pub fn fused_pieces(&self, text: &str, mut f: impl FnMut(usize, usize)) {
+        if let Some((re, keep_gaps)) = self.fused_regex() {
+            if keep_gaps {
+                let mut prev = 0;
+                re.for_each_match(text, |s, e| {
+                    if s > prev {
+                        f(prev, s);
+                    }
+                    if e > s {
+                        f(s, e);
+                    }
+                    prev = e;
+                });
+                if prev < text.len() {
+                    f(prev, text.len());
+                }
+            } else {
+                re.for_each_match(text, |s, e| {
+                    if e > s {
+                        f(s, e);
+                    }
+                });
+            }
+        } else if let Self::ByteLevel {
+            use_regex: true, ..
+        } = self
+        {
+            Known::Gpt2.for_each(text, f);
+        }
+    }
+
+    /// The regex of a regex Split that the fused loop runs, and whether the pieces between its
+    /// matches are kept: Isolated, not inverted (matches and gaps), or Removed and inverted
+    /// (the matches alone: CLIP's Split).
     #[must_use]
-    pub fn isolated_regex(&self) -> Option<&Pattern> {
+    pub fn fused_regex(&self) -> Option<(&Pattern, bool)> {
         match self {
             Self::Split {
                 pattern: p @ (Pattern::Pcre(..) | Pattern::Onig(..)),
-                behavior: Behavior::Isolated,
-                invert: false,
-            } => Some(p),
+                behavior,
+                invert,
+            } => match (behavior, invert) {
+                (Behavior::Isolated, false) => Some((p, true)),
+                (Behavior::Removed, true) => Some((p, false)),
+                _ => None,
+            },
             _ => None,
         }
     }
