@@ -291,15 +291,7 @@ def test_fused_byte_level_bpe(bpe_json: dict[str, Any], name: str) -> None:
     """An Isolated Split + ByteLevel(use_regex=False) + BPE runs the fused ids loop: ids and
     offsets equal tokenizers', on the corpus and on tricky text."""
     pattern = next(e["pattern"] for e in PATTERNS if e["name"] == name)
-    js = dict(bpe_json)
-    js["pre_tokenizer"] = {
-        "type": "Sequence",
-        "pretokenizers": [
-            _split(pattern, "Isolated", False),
-            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False},
-        ],
-    }
-    s = json.dumps(js)
+    s = _then_byte_level(bpe_json, _split(pattern, "Isolated", False), False)
     hf, fp = tokenizers.Tokenizer.from_str(s), fastprep.Tokenizer.from_str(s)
     assert fp.describe()["encode_path"] == "fused, regex split"
     docs = [*data.corpus_documents(200000)[:300], TRICKY, " ".join(WORDS + DIGITS + EMOJI + APOSTROPHES)]
@@ -348,6 +340,18 @@ def test_hyp_fused_sequences(bpe_json: dict[str, Any], text: str, picked: list[d
 CLIP_PATTERN = r"<\|startoftext\|>|<\|endoftext\|>|'s|'t|'re|'ve|'m|'ll|'d|[\p{L}]+|[\p{N}]|[^\s\p{L}\p{N}]+"
 
 
+def _then_byte_level(bpe_json: dict[str, Any], split: dict[str, Any], use_regex: bool) -> str:
+    js = dict(bpe_json)
+    js["pre_tokenizer"] = {
+        "type": "Sequence",
+        "pretokenizers": [
+            split,
+            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": use_regex},
+        ],
+    }
+    return json.dumps(js)
+
+
 @pytest.mark.parametrize("use_regex", [False, True])
 @pytest.mark.parametrize("split", ["clip-removed-inverted", "o200k-isolated"])
 def test_fused_split_shapes(bpe_json: dict[str, Any], split: str, use_regex: bool) -> None:
@@ -359,15 +363,7 @@ def test_fused_split_shapes(bpe_json: dict[str, Any], split: str, use_regex: boo
         if split.startswith("clip")
         else _split(names["o200k (GPT-4o, gpt-oss)"], "Isolated", False)
     )
-    js = dict(bpe_json)
-    js["pre_tokenizer"] = {
-        "type": "Sequence",
-        "pretokenizers": [
-            first,
-            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": use_regex},
-        ],
-    }
-    hf, fp = _pair(json.dumps(js))
+    hf, fp = _pair(_then_byte_level(bpe_json, first, use_regex))
     assert fp.describe()["encode_path"] == "fused, regex split", fp.describe()
     docs = [*data.corpus_documents(200000)[:200], TRICKY, " ".join(WORDS + DIGITS + EMOJI + APOSTROPHES)]
     for d in docs:
@@ -377,15 +373,7 @@ def test_fused_split_shapes(bpe_json: dict[str, Any], split: str, use_regex: boo
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=TEXT, use_regex=st.booleans())
 def test_hyp_fused_removed_inverted(bpe_json: dict[str, Any], text: str, use_regex: bool) -> None:
-    js = dict(bpe_json)
-    js["pre_tokenizer"] = {
-        "type": "Sequence",
-        "pretokenizers": [
-            _split(CLIP_PATTERN, "Removed", True),
-            {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": use_regex},
-        ],
-    }
-    hf, fp = _pair(json.dumps(js))
+    hf, fp = _pair(_then_byte_level(bpe_json, _split(CLIP_PATTERN, "Removed", True), use_regex))
     assert fp.encode(text, add_special_tokens=False).ids == hf.encode(text, add_special_tokens=False).ids
 
 
