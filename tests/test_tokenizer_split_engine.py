@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 import fastprep
 
 from . import tokenizer_data as data
+from .tokenizer_compare import diff
 
 PATTERNS: list[dict[str, Any]] = json.loads(
     (Path(__file__).parent / "data" / "split_patterns.json").read_text(encoding="utf-8")
@@ -412,6 +413,9 @@ def test_fused_after_a_normalizer(bpe_json: dict[str, Any], normalizer: dict[str
     for t in texts:
         assert fp.encode(t, add_special_tokens=False).ids == hf.encode(t, add_special_tokens=False).ids, t[:80]
     assert fp.count_tokens(texts) == [len(hf.encode(t, add_special_tokens=False).ids) for t in texts]
+    # Offsets too (the full encode), where the normal-form check leaves a text alone or not.
+    for t in [*odd, *texts[:20], *texts[200:210]]:
+        assert diff(hf.encode(t), fp.encode(t)) is None, (t[:60], diff(hf.encode(t), fp.encode(t)))
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -141,7 +141,8 @@ impl Normalizer {
     #[must_use]
     pub fn apply(&self, n: &Normalized) -> Option<Normalized> {
         match self {
-            Self::Nfc | Self::Nfd | Self::Nfkc | Self::Nfkd if n.text.is_ascii() => None,
+            // Text already in the form maps char for char to itself (see `normal_form`).
+            Self::Nfc | Self::Nfd | Self::Nfkc | Self::Nfkd if self.already_normal(&n.text) => None,
             Self::Nfc => Some(n.transform(n.text.nfc(), 0)),
             Self::Nfd => Some(n.transform(n.text.nfd(), 0)),
             Self::Nfkc => Some(n.transform(n.text.nfkc(), 0)),
