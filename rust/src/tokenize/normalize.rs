@@ -142,11 +142,9 @@ impl Normalizer {
     pub fn apply(&self, n: &Normalized) -> Option<Normalized> {
         match self {
             // Text already in the form maps char for char to itself (see `normal_form`).
-            Self::Nfc | Self::Nfd | Self::Nfkc | Self::Nfkd if self.already_normal(&n.text) => None,
-            Self::Nfc => Some(n.transform(n.text.nfc(), 0)),
-            Self::Nfd => Some(n.transform(n.text.nfd(), 0)),
-            Self::Nfkc => Some(n.transform(n.text.nfkc(), 0)),
-            Self::Nfkd => Some(n.transform(n.text.nfkd(), 0)),
+            Self::Nfc | Self::Nfd | Self::Nfkc | Self::Nfkd => {
+                (!self.already_normal(&n.text)).then(|| self.to_form(n))
+            }
             Self::Lowercase => {
                 if n.text.is_ascii() && !n.text.bytes().any(|b| b.is_ascii_uppercase()) {
                     return None;
@@ -198,10 +196,14 @@ impl Normalizer {
     pub fn apply_str(&self, s: &str) -> Outcome {
         match self {
             Self::Bert(b) => b.apply_str(s),
-            // Most text is already in the form (Qwen2's NFC on any corpus): the quick check
-            // says so without the alignment of every byte that `apply` builds.
-            Self::Nfc | Self::Nfd | Self::Nfkc | Self::Nfkd if self.already_normal(s) => {
-                Outcome::Unchanged
+            // Most text is already in the form (Qwen2's NFC on any corpus): the check says so
+            // without the alignment of every byte that an identity `Normalized` holds.
+            Self::Nfc | Self::Nfd | Self::Nfkc | Self::Nfkd => {
+                if self.already_normal(s) {
+                    Outcome::Unchanged
+                } else {
+                    Outcome::Changed(self.to_form(&Normalized::identity(s)))
+                }
             }
             Self::Lowercase if s.is_ascii() => {
                 if s.bytes().any(|b| b.is_ascii_uppercase()) {
@@ -213,6 +215,16 @@ impl Normalizer {
             _ => self
                 .apply(&Normalized::identity(s))
                 .map_or(Outcome::Unchanged, Outcome::Changed),
+        }
+    }
+
+    /// `n` in this Unicode normal form (one of the four only).
+    fn to_form(&self, n: &Normalized) -> Normalized {
+        match self {
+            Self::Nfc => n.transform(n.text.nfc(), 0),
+            Self::Nfd => n.transform(n.text.nfd(), 0),
+            Self::Nfkc => n.transform(n.text.nfkc(), 0),
+            _ => n.transform(n.text.nfkd(), 0),
         }
     }
 
