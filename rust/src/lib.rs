@@ -5,6 +5,7 @@
 pub mod build_info;
 pub mod error;
 pub mod image;
+pub mod parquet;
 pub mod pool;
 pub mod records;
 pub mod tokenize;

@@ -10,6 +10,7 @@ and writing overlap it. Batches end at ``batch_size`` documents or ``batch_bytes
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import queue
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import _core
 from .._core import __version__
 from ..tokenizer import Tokenizer
 from .shards import TMP_SUFFIX, Manifest, atomic_file, crash_point, remove_temporaries, sync_some, write_errors
@@ -44,7 +46,7 @@ class TokenizeSettings:
     input_format: str | None = None
     doc_per: str = "line"
     format: str = "parquet"
-    compression: str = "snappy"
+    compression: str = "delta"
     dtype: str = "auto"
     bos: str | None = None
     eos: str | None = None
@@ -121,8 +123,8 @@ class TokenizeJob:
 
         if s.format not in ("parquet", "bin"):
             raise JobError(f"format must be 'parquet' or 'bin', got {s.format!r}")
-        if s.compression not in ("zstd", "snappy", "lz4", "none"):
-            raise JobError(f"compression must be zstd, snappy, lz4 or none, got {s.compression!r}")
+        if s.compression not in COMPRESSIONS:
+            raise JobError(f"compression must be one of {', '.join(COMPRESSIONS)}, got {s.compression!r}")
         if s.max_length is not None and s.max_length < 1:
             raise JobError("--max-length must be at least 1")
         self.s = s
@@ -329,6 +331,7 @@ class ShardWriter:
         self._cm: Any = None
         self._f: Any = None
         self._pq: Any = None
+        self._shard: Any = None
         self._lens: list[Any] = []
         self._synced = 0
 
@@ -340,7 +343,7 @@ class ShardWriter:
     def write(self, b: Batch) -> dict[str, Any] | None:
         """Adds a batch; returns the shard's manifest entry when ``b`` ends it."""
         if self.current != b.shard:
-            self._open(b.shard)
+            self._open(b.shard, b.source)
         n_docs = sum(r.error is None for r in b.records)
         self.counts["records"] += len(b.records)
         self.counts["docs"] += n_docs
@@ -352,7 +355,7 @@ class ShardWriter:
             self._synced = sync_some(self._f, self._synced)
         return self._close(b) if b.last else None
 
-    def _open(self, shard: str) -> None:
+    def _open(self, shard: str, source: str) -> None:
         self.current = shard
         self.counts = {"records": 0, "docs": 0, "rows": 0, "tokens": 0, "bytes_in": 0}
         self.errors = []
@@ -363,6 +366,11 @@ class ShardWriter:
         self._cm = atomic_file(path)
         self._f = self._cm.__enter__()
         if self.job.s.format == "parquet":
+            compression = self.job.s.compression
+            if compression in OWN_WRITER:
+                self._shard = _core.TokenShardWriter(source, *OWN_WRITER[compression], _arrow_schema(), _created_by())
+                self._f.write(self._shard.start())
+                return
             import pyarrow.parquet as pq
 
             # Token ids get neither a dictionary nor min/max statistics: both cost 3x the
@@ -370,8 +378,8 @@ class ShardWriter:
             self._pq = pq.ParquetWriter(
                 self._f,
                 _schema(),
-                compression=self.job.s.compression,
-                compression_level=1 if self.job.s.compression == "zstd" else None,
+                compression=compression,
+                compression_level=1 if compression == "zstd" else None,
                 use_dictionary=["source"],
                 write_statistics=["index", "window", "num_tokens"],
             )
@@ -385,10 +393,17 @@ class ShardWriter:
             self._f.write(b.ids.astype(self.job.dtype, copy=False).data)  # no bytes copy
             self._lens.append(row_len)
             return
-        import pyarrow as pa
-
         good = [r for r in b.records if r.error is None]
         index = np.fromiter((r.index for r in good), dtype=np.int64, count=len(good))
+        if self._shard is not None:
+            self._f.write(
+                self._shard.row_group(
+                    index[row_doc], row_window.astype(np.int32), row_len.astype(np.int32), _u32(b.ids)
+                )
+            )
+            return
+        import pyarrow as pa
+
         offsets = np.zeros(row_len.size + 1, dtype=np.int32)
         np.cumsum(row_len, out=offsets[1:])
         table = pa.table(
@@ -411,6 +426,9 @@ class ShardWriter:
         if self._pq is not None:
             self._pq.close()
             self._pq = None
+        if self._shard is not None:
+            self._f.write(self._shard.footer())
+            self._shard = None
         crash_point("shard-written")
         self._cm.__exit__(None, None, None)
         crash_point("shard-renamed")
@@ -430,7 +448,41 @@ class ShardWriter:
         if self._cm is not None and self.current is not None:
             if self._pq is not None:
                 self._pq.close()
+            self._shard = None
             self._cm.__exit__(RuntimeError, RuntimeError("aborted"), None)
+
+
+# --compression: "delta" (the default) stores the ids DELTA_BINARY_PACKED with no codec (~57% of
+# their plain size on cl100k ids, for ~2 ns an id, where Snappy takes ~50% for ~10 ns); "none"
+# and "snappy" store them plain. These three are written by fastprep's own Parquet writer
+# (rust/src/parquet: pyarrow's level encoding of a list column cost ~10 ns a token); zstd and lz4
+# go through pyarrow.
+OWN_WRITER = {"delta": ("none", "delta"), "none": ("none", "plain"), "snappy": ("snappy", "plain")}
+COMPRESSIONS = (*OWN_WRITER, "zstd", "lz4")
+
+
+def _u32(ids: Any) -> Any:
+    import numpy as np
+
+    return np.ascontiguousarray(ids, dtype=np.uint32)
+
+
+@functools.cache
+def _arrow_schema() -> list[tuple[str, str]]:
+    """pyarrow's own ``ARROW:schema`` for the shards' schema (read off an empty file it writes),
+    so Arrow readers of our shards get exactly the types of pyarrow-written ones."""
+    import io
+
+    import pyarrow.parquet as pq
+
+    buf = io.BytesIO()
+    pq.write_table(_schema().empty_table(), buf)
+    meta = pq.ParquetFile(io.BytesIO(buf.getvalue())).metadata.metadata or {}
+    return [(k.decode(), v.decode()) for k, v in meta.items() if k == b"ARROW:schema"]
+
+
+def _created_by() -> str:
+    return f"fastprep version {__version__}"
 
 
 def _ids_type() -> Any:

@@ -17,6 +17,7 @@ mod pool;
 mod text;
 mod threads;
 mod token_cache;
+mod token_shard;
 mod tokenize;
 
 use pyo3::prelude::*;
@@ -31,6 +32,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<pool::PyBlock>()?;
     m.add_class::<tokenize::PyTokenizer>()?;
     m.add_class::<encoding::PyEncoding>()?;
+    m.add_class::<token_shard::TokenShardWriter>()?;
     m.add_function(wrap_pyfunction!(pool::pool_stress, m)?)?;
     m.add_function(wrap_pyfunction!(info::build_info, m)?)?;
     m.add_function(wrap_pyfunction!(token_cache::set_token_cache_cap, m)?)?;
