@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from fastprep import _core
 from fastprep.jobs import TokenizeSettings, run_tokenize
-from fastprep.jobs.tokenize import COMPRESSIONS, OWN_WRITER, _arrow_schema, _ids_type, _schema
+from fastprep.jobs.tokenize import ARROW_SCHEMA, COMPRESSIONS, OWN_WRITER, _arrow_schema, _ids_type, _schema
 
 from .tokenizer_data_wordpiece import bert_file
 
@@ -142,3 +142,10 @@ def test_every_compression_gives_the_same_rows(tmp_path: Path) -> None:
     for comp, t in tables.items():
         assert t.schema == first.schema, comp
         assert t.equals(first), comp
+
+
+def test_arrow_schema_is_what_pyarrow_writes() -> None:
+    buf = io.BytesIO()
+    pq.write_table(_schema().empty_table(), buf)
+    meta = pq.ParquetFile(io.BytesIO(buf.getvalue())).metadata.metadata
+    assert meta[b"ARROW:schema"].decode() == ARROW_SCHEMA

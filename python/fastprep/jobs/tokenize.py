@@ -10,7 +10,6 @@ and writing overlap it. Batches end at ``batch_size`` documents or ``batch_bytes
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import os
 import queue
@@ -467,18 +466,22 @@ def _u32(ids: Any) -> Any:
     return np.ascontiguousarray(ids, dtype=np.uint32)
 
 
-@functools.cache
+# pyarrow's ``ARROW:schema`` footer entry for ``_schema()`` (an IPC Schema message, base64), put in
+# our shards so Arrow readers get exactly the types of pyarrow-written ones. A constant, so that
+# the job imports no pyarrow (~0.3 CPU-s) when it neither reads nor writes through it;
+# tests/test_jobs_parquet.py checks it against what the installed pyarrow writes.
+ARROW_SCHEMA = (
+    "/////6gBAAAQAAAAAAAKAAwABgAFAAgACgAAAAABBAAEAAAApP7//wQAAAAFAAAAKAEAAOQAAACgAAAAPAAAAAQAAAA8////"
+    "AAAAAhAAAAAcAAAABAAAAAAAAAAKAAAAbnVtX3Rva2VucwAA3P7//wAAAAEgAAAAcP///wAAAAwUAAAAIAAAAAQAAAABAAAA"
+    "GAAAAAkAAABpbnB1dF9pZHMAAAAA////oP///wAAAAIQAAAAHAAAAAQAAAAAAAAABAAAAGl0ZW0AAAYACAAEAAYAAAAgAAAA"
+    "0P///wAAAAIQAAAAGAAAAAQAAAAAAAAABgAAAHdpbmRvdwAAbP///wAAAAEgAAAAEAAUAAgAAAAHAAwAAAAQABAAAAAAAAAC"
+    "EAAAABgAAAAEAAAAAAAAAAUAAABpbmRleAAAAKz///8AAAABQAAAABAAGAAIAAAABwAMABAAFAAQAAAAAAAABRQAAABEAAAA"
+    "IAAAAAQAAAAAAAAABgAAAHNvdXJjZQAACAAIAAAABAAIAAAADAAAAAgADAAIAAcACAAAAAAAAAEgAAAABAAEAAQAAAAAAAAA"
+)
+
+
 def _arrow_schema() -> list[tuple[str, str]]:
-    """pyarrow's own ``ARROW:schema`` for the shards' schema (read off an empty file it writes),
-    so Arrow readers of our shards get exactly the types of pyarrow-written ones."""
-    import io
-
-    import pyarrow.parquet as pq
-
-    buf = io.BytesIO()
-    pq.write_table(_schema().empty_table(), buf)
-    meta = pq.ParquetFile(io.BytesIO(buf.getvalue())).metadata.metadata or {}
-    return [(k.decode(), v.decode()) for k, v in meta.items() if k == b"ARROW:schema"]
+    return [("ARROW:schema", ARROW_SCHEMA)]
 
 
 def _created_by() -> str:
