@@ -71,6 +71,7 @@ def test_shards_read_back_as_pyarrow_writes_them(codec: str, enc: str) -> None:
     groups = [
         _group(rng, [0, 3, 0, 0, 1, 1, 500], 0, 100_000),
         _group(rng, [300_000, 0, 2], 7, 200_000),  # past a page's 2**18 ids: cut after the first row
+        _group(rng, [5, 700_000, 0, 3], 100, 200_000),  # a document across three pages
         _group(rng, [0], 10, 10),  # a group of one empty document
         _group(rng, [40] * 2000, 11, 2**32),  # ids of the whole uint32 range: deltas wrap
     ]
@@ -81,8 +82,9 @@ def test_shards_read_back_as_pyarrow_writes_them(codec: str, enc: str) -> None:
     assert got.equals(want)
     meta = pq.ParquetFile(io.BytesIO(data)).metadata
     assert meta.num_row_groups == len(groups)
-    stats = meta.row_group(3).column(1).statistics
+    stats = meta.row_group(4).column(1).statistics
     assert (stats.min, stats.max) == (11, 2010)
+    assert meta.row_group(2).column(3).num_values == 5 + 700_000 + 1 + 3
     ids_col = meta.row_group(1).column(3)
     assert ids_col.path_in_schema == "input_ids.list.element"
     assert ("DELTA_BINARY_PACKED" in ids_col.encodings) == (enc == "delta")

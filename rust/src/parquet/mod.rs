@@ -24,8 +24,8 @@ pub enum IdsEncoding {
     DeltaBinaryPacked,
 }
 
-/// Ids per data page: pages end at a document's end once past this (~1 MiB plain, as
-/// libparquet's default page size), so a reader can skip and a page stays small.
+/// The most ids a data page holds (~1 MiB plain, libparquet's default page size): pages end at
+/// a document's end, except inside a document longer than this.
 const PAGE_VALUES: usize = 1 << 18;
 
 #[derive(Debug, thiserror::Error)]
@@ -237,25 +237,46 @@ impl TokenShard {
         let mut uncompressed = 0;
         let mut entries_total = 0i64;
         let mut body = Vec::new();
-        let (mut r, mut at) = (0, 0);
+        // Row `r`, of which `done` ids are in earlier pages; `at`: ids written so far.
+        let (mut r, mut done, mut at) = (0, 0usize, 0);
         while r < num_tokens.len() {
             let mut rep = Runs::default();
             let mut def = Runs::default();
             let (page_at, mut entries) = (at, 0usize);
-            while r < num_tokens.len() && (at - page_at < PAGE_VALUES || entries == 0) {
+            // Whole documents while the page has room; a document longer than a page is cut
+            // across pages (its later parts start with repetition level 1), so no page passes
+            // PAGE_VALUES ids and a page's size always fits the header's i32.
+            while r < num_tokens.len() {
                 let n = num_tokens[r] as usize;
+                let room = PAGE_VALUES - (at - page_at);
+                let left = n - done;
+                if entries > 0 && left > room && n <= PAGE_VALUES {
+                    break; // the next page starts with it
+                }
                 if n == 0 {
                     rep.push(0, 1);
                     def.push(0, 1);
                     entries += 1;
-                } else {
-                    rep.push(0, 1);
-                    rep.push(1, n as u64 - 1);
-                    def.push(1, n as u64);
-                    entries += n;
+                    r += 1;
+                    continue;
                 }
-                at += n;
-                r += 1;
+                let take = left.min(room);
+                if take == 0 {
+                    break;
+                }
+                if done == 0 {
+                    rep.push(0, 1);
+                    rep.push(1, take as u64 - 1);
+                } else {
+                    rep.push(1, take as u64);
+                }
+                def.push(1, take as u64);
+                entries += take;
+                at += take;
+                done += take;
+                if done == n {
+                    (r, done) = (r + 1, 0);
+                }
             }
             body.clear();
             for levels in [rep.finish(), def.finish()] {
