@@ -106,3 +106,29 @@ def test_fork_after_use_works() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code, str(bert_file())], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "0", out.stderr
+
+
+def test_job_commands_keep_openblas_to_one_thread(tmp_path: object) -> None:
+    """The jobs use no BLAS: the command line keeps numpy's OpenBLAS from starting (and spinning)
+    a thread a core, unless the user set OPENBLAS_NUM_THREADS; the library alone changes nothing."""
+    src = os.path.join(str(tmp_path), "a.txt")
+    with open(src, "w") as f:
+        f.write("one line\nanother line\n")
+    code = textwrap.dedent(
+        """
+        import os, sys
+        from fastprep.__main__ import main
+        import fastprep
+        print(os.environ.get("OPENBLAS_NUM_THREADS"))
+        main(["tokenize", sys.argv[1], "--tokenizer", sys.argv[2], "--out", sys.argv[3], "--quiet"])
+        import numpy
+        print(os.environ.get("OPENBLAS_NUM_THREADS"))
+        """
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    args = [sys.executable, "-c", code, src, str(bert_file()), os.path.join(str(tmp_path), "out")]
+    out = subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["None", "1"]  # not set by the import, set by the command
+    env["OPENBLAS_NUM_THREADS"] = "3"
+    out = subprocess.run(args, env=env, capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["3", "3"]

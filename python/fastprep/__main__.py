@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 from . import BlockPool, _demo_figures, _demo_image, _demo_tokenizer, build_info
@@ -100,6 +101,11 @@ def main(argv: list[str] | None = None) -> int:
     add_job_commands(sub)
     args = parser.parse_args(argv)
     if args.command in ("tokenize", "images", "demo-jobs"):
+        if "numpy" not in sys.modules:
+            # The jobs use no BLAS, but numpy's OpenBLAS starts a thread a core at import that
+            # spins for a while (~0.15 CPU-s on 2 cores, taken from the tokenizer's load and
+            # first batches). Only for this process (and workers it starts); a user's setting wins.
+            os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
         return run_job(args)
     if args.command == "info":
         json.dump(build_info(), sys.stdout, indent=2)
