@@ -53,13 +53,25 @@ def machine() -> dict[str, Any]:
 
 
 def _cpu_model() -> str:
+    """The CPU's model name with its family and model numbers: a VM may name every generation
+    alike ("AMD EPYC"), and ratios move between them (resize against Pillow: 4.75x on the
+    machine of the first baseline, 2.9x on a family 23 model 1 one)."""
+    fields: dict[str, str] = {}
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+            key, _, value = line.partition(":")
+            fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return platform.processor()
+    name = fields.get("model name") or platform.processor()
+    if "cpu family" in fields and "model" in fields:
+        return f"{name} (family {fields['cpu family']}, model {fields['model']})"
+    return name
+
+
+def _bare(processor: str) -> str:
+    """A processor key without its family and model (how baselines were keyed before)."""
+    return processor.split(" (family ", 1)[0]
 
 
 def _parse_slowdowns(items: list[str]) -> dict[str, int]:
@@ -96,7 +108,7 @@ def update_baseline(checks: list[_ratios.Check], runs: int) -> int:
     # Checks not re-measured this time keep their entries (`--only` updates part of the baseline).
     doc = json.loads(BASELINE.read_text()) if BASELINE.is_file() else {}
     here = machine()
-    mine = _own_entry(doc, here)
+    mine = _own_entry(doc, here, exact=True)
     entries = dict(mine["checks"]) if mine else {}
     for c in checks:
         values = results[c.name]
@@ -129,14 +141,22 @@ def update_baseline(checks: list[_ratios.Check], runs: int) -> int:
     return 0
 
 
-def _own_entry(doc: dict[str, Any], here: dict[str, Any]) -> dict[str, Any] | None:
-    """The baseline measured on this CPU model, if any."""
+def _own_entry(doc: dict[str, Any], here: dict[str, Any], *, exact: bool = False) -> dict[str, Any] | None:
+    """The baseline measured on this CPU model, if any: the entry with this model's family and
+    model numbers, else (unless ``exact``) one keyed by the bare model name, measured before
+    keys had the numbers."""
     if not doc:
         return None
-    if doc["machine"]["processor"] == here["processor"]:
-        return doc
-    entry: dict[str, Any] | None = doc.get("other_machines", {}).get(here["processor"])
-    return entry
+    entries = [doc, *doc.get("other_machines", {}).values()]
+    for e in entries:
+        if e["machine"]["processor"] == here["processor"]:
+            return e
+    if exact:
+        return None
+    for e in entries:
+        if e["machine"]["processor"] == _bare(here["processor"]):
+            return e
+    return None
 
 
 def baseline_here() -> tuple[dict[str, Any], str]:
