@@ -349,18 +349,18 @@ impl TokenShard {
 
 /// The little-endian bytes of plain values (Parquet's PLAIN layout on this little-endian
 /// machine).
-fn bytes_of<T: bytemuck_free::Pod>(values: &[T]) -> &[u8] {
+fn bytes_of<T: plain::Integer>(values: &[T]) -> &[u8] {
     // SAFETY: `T` is a plain integer type (no padding, any bit pattern valid), so its slice
     // is `size_of_val` initialized bytes.
     unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), std::mem::size_of_val(values)) }
 }
 
-mod bytemuck_free {
+mod plain {
     /// Integer types whose memory is their little-endian value (on the targets built).
-    pub trait Pod: Copy {}
-    impl Pod for i32 {}
-    impl Pod for i64 {}
-    impl Pod for u32 {}
+    pub trait Integer: Copy {}
+    impl Integer for i32 {}
+    impl Integer for i64 {}
+    impl Integer for u32 {}
 }
 
 #[cfg(not(target_endian = "little"))]
