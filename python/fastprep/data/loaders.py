@@ -196,6 +196,6 @@ class DatasetsTokenize(_HoldsTokenizer):
         if not texts:
             return {"input_ids": [], "num_tokens": []}
         ids_b, lens_b, _ = self.tokenizer._core.encode_batch_flat(texts, self.add_special_tokens, None, False, None)
-        ids = np.frombuffer(ids_b, dtype="<u4")
-        lens = np.frombuffer(lens_b, dtype="<u8").astype(np.int64)
+        ids = np.frombuffer(memoryview(ids_b), dtype="<u4")
+        lens = np.frombuffer(memoryview(lens_b), dtype="<u8").astype(np.int64)
         return {"input_ids": np.split(ids, np.cumsum(lens)[:-1]), "num_tokens": lens}

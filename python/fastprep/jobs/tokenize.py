@@ -233,7 +233,9 @@ class TokenizeJob:
                 if r.text is not None and not _utf8_ok(r.text):
                     r.text, r.error = None, _LONE_SURROGATE
             return self._encode_texts(records)
-        return np.frombuffer(ids_b, dtype="<u4"), np.frombuffer(lens_b, dtype="<u8").astype(np.int64)
+        return np.frombuffer(memoryview(ids_b), dtype="<u4"), np.frombuffer(memoryview(lens_b), dtype="<u8").astype(
+            np.int64
+        )
 
     def _encode_lines(self, b: Batch) -> tuple[Any, Any]:
         """JSONL or text lines, read and tokenized in Rust; the few lines it leaves (bad ones,
@@ -247,8 +249,8 @@ class TokenizeJob:
         )
         for r in b.records:
             r.raw = None  # read: the line's bytes need not wait for the writer
-        ids = np.frombuffer(ids_b, dtype="<u4")
-        lens = np.frombuffer(lens_b, dtype="<u8").astype(np.int64)
+        ids = np.frombuffer(memoryview(ids_b), dtype="<u4")
+        lens = np.frombuffer(memoryview(lens_b), dtype="<u8").astype(np.int64)
         if not left:
             return ids, lens
         parts = np.split(ids, np.cumsum(lens)[:-1])

@@ -1,6 +1,8 @@
-//! `PixelBuffer`: pixels owned by Rust, exported through the buffer protocol so that
-//! `numpy.asarray(buf)` is an (H, W, C) uint8 array over the same memory, with no copy. The array
-//! keeps the buffer alive; the memory is freed when both are gone.
+//! `OwnedBuffer`: bytes owned by Rust, exported through the buffer protocol with no copy:
+//! decoded pixels, where `numpy.asarray(buf)` is an (H, W, C) uint8 array over the same memory,
+//! and flat outputs (token ids, Parquet pages) that `numpy.frombuffer` reads and a file's `write`
+//! takes as they are. The array (or view) keeps the buffer alive; the memory is freed when both
+//! are gone.
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
 use std::ffi::{c_int, c_void, CStr};
@@ -8,49 +10,100 @@ use std::ffi::{c_int, c_void, CStr};
 static FORMAT: &CStr = c"B";
 
 #[pyclass(module = "fastprep._core", frozen)]
-pub struct PixelBuffer {
+pub struct OwnedBuffer {
     // A raw allocation rather than a Box: numpy writes through the exported pointer while Rust
     // holds only `&self`, which a Box's unique ownership would forbid.
     ptr: *mut u8,
     len: usize,
+    capacity: usize,
+    /// The Vec's element: `u8`, or `u32` for ids (whose memory is aligned for them).
+    words: bool,
+    ndim: usize,
     shape: [isize; 3],
     strides: [isize; 3],
 }
 
-impl PixelBuffer {
+impl OwnedBuffer {
+    /// An image's pixels, (height, width, channels).
     pub fn new(data: Vec<u8>, height: usize, width: usize, channels: usize) -> Self {
         debug_assert_eq!(data.len(), height * width * channels);
         let (h, w, c) = (height as isize, width as isize, channels as isize);
-        let len = data.len();
-        let ptr = Box::into_raw(data.into_boxed_slice()).cast::<u8>();
+        Self::with_shape(data, 3, [h, w, c], [w * c, c, 1])
+    }
+
+    /// Flat bytes (one dimension).
+    pub fn flat(data: Vec<u8>) -> Self {
+        let n = data.len() as isize;
+        Self::with_shape(data, 1, [n, 0, 0], [1, 0, 0])
+    }
+
+    /// 32-bit words as their little-endian bytes (one dimension), aligned for `u32` (an empty
+    /// Vec<u8>'s pointer is not), so that `numpy.frombuffer(buf, "<u4")` can go back to Rust
+    /// as `u32`s.
+    pub fn flat_words(data: Vec<u32>) -> Self {
+        let mut data = std::mem::ManuallyDrop::new(data);
+        for w in data.iter_mut() {
+            *w = w.to_le();
+        }
+        let n = (data.len() * 4) as isize;
         Self {
-            ptr,
-            len,
-            shape: [h, w, c],
-            strides: [w * c, c, 1],
+            ptr: data.as_mut_ptr().cast::<u8>(),
+            len: data.len() * 4,
+            capacity: data.capacity(),
+            words: true,
+            ndim: 1,
+            shape: [n, 0, 0],
+            strides: [1, 0, 0],
+        }
+    }
+
+    fn with_shape(data: Vec<u8>, ndim: usize, shape: [isize; 3], strides: [isize; 3]) -> Self {
+        // The Vec's parts, not a boxed slice: shrinking a Vec to its length may copy it (a
+        // Parquet row group's bytes are sized by a bound, not exactly).
+        let mut data = std::mem::ManuallyDrop::new(data);
+        Self {
+            ptr: data.as_mut_ptr(),
+            len: data.len(),
+            capacity: data.capacity(),
+            words: false,
+            ndim,
+            shape,
+            strides,
         }
     }
 }
 
-impl Drop for PixelBuffer {
+impl Drop for OwnedBuffer {
     fn drop(&mut self) {
-        // SAFETY: `ptr` and `len` come from the Box leaked in `new`; freed once, here, when no
-        // view can be open (views hold a reference to this object).
-        drop(unsafe { Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr, self.len)) });
+        // SAFETY: `ptr`, `len` (bytes) and `capacity` (elements) are the parts of the Vec taken
+        // apart in `with_shape` or `flat_words`, of the element `words` says; rebuilt once, here,
+        // when no view can be open (views hold a reference to this object).
+        unsafe {
+            if self.words {
+                #[allow(clippy::cast_ptr_alignment)] // the pointer of a Vec<u32> (`flat_words`)
+                drop(Vec::from_raw_parts(
+                    self.ptr.cast::<u32>(),
+                    self.len / 4,
+                    self.capacity,
+                ));
+            } else {
+                drop(Vec::from_raw_parts(self.ptr, self.len, self.capacity));
+            }
+        }
     }
 }
 
 // SAFETY: the object owns its allocation; concurrent writes through views are the Python
 // program's business, as for any writable buffer (bytearray, numpy).
-unsafe impl Send for PixelBuffer {}
-unsafe impl Sync for PixelBuffer {}
+unsafe impl Send for OwnedBuffer {}
+unsafe impl Sync for OwnedBuffer {}
 
 #[pymethods]
-impl PixelBuffer {
-    /// (height, width, channels).
+impl OwnedBuffer {
+    /// (height, width, channels) for pixels, (bytes,) for flat data.
     #[getter]
-    fn shape(&self) -> (isize, isize, isize) {
-        (self.shape[0], self.shape[1], self.shape[2])
+    fn shape(&self) -> Vec<isize> {
+        self.shape[..self.ndim].to_vec()
     }
 
     fn __len__(&self) -> usize {
@@ -77,7 +130,7 @@ impl PixelBuffer {
             (*view).len = this.len as isize;
             (*view).itemsize = 1;
             (*view).readonly = 0;
-            (*view).ndim = 3;
+            (*view).ndim = this.ndim as c_int;
             (*view).format = if flags & pyo3::ffi::PyBUF_FORMAT == pyo3::ffi::PyBUF_FORMAT {
                 FORMAT.as_ptr().cast_mut()
             } else {

@@ -1,5 +1,5 @@
 //! `_core.resize_u8`: the binding of the Pillow-exact resize (facade in `fastprep/image.py`).
-use super::buffer::PixelBuffer;
+use super::buffer::OwnedBuffer;
 use super::encoded::Encoded;
 use super::threads;
 use crate::error::{DecodeError as CoreDecodeError, ImageError};
@@ -149,7 +149,7 @@ pub fn resize_batch_u8(
     Ok(())
 }
 
-/// Resizes an 8-bit image held in any C-contiguous buffer (a numpy array) to a `PixelBuffer`;
+/// Resizes an 8-bit image held in any C-contiguous buffer (a numpy array) to a `OwnedBuffer`;
 /// `window` = (x, y, width, height) computes only that part of the result; `premultiply`
 /// (default: 4 channels) resizes 4 channels as Pillow's RGBA, else each channel on its own
 /// (RGBX, CMYK). The GIL is released.
@@ -167,7 +167,7 @@ pub fn resize_u8(
     filter: &str,
     window: Option<(usize, usize, usize, usize)>,
     premultiply: Option<bool>,
-) -> PyResult<PixelBuffer> {
+) -> PyResult<OwnedBuffer> {
     let premultiply = premultiply.unwrap_or(channels == 4);
     let filter = parse_filter(filter)?;
     let buf = PyBuffer::<u8>::get(data)?;
@@ -206,7 +206,7 @@ pub fn resize_u8(
         )
     })?;
     drop(buf);
-    Ok(PixelBuffer::new(out, win.height, win.width, channels))
+    Ok(OwnedBuffer::new(out, win.height, win.width, channels))
 }
 
 pyo3::import_exception!(fastprep.errors, DecodeError);
@@ -240,15 +240,15 @@ fn options(
     })
 }
 
-fn to_buffer(img: Image) -> PixelBuffer {
-    PixelBuffer::new(img.pixels, img.height, img.width, img.channels)
+fn to_buffer(img: Image) -> OwnedBuffer {
+    OwnedBuffer::new(img.pixels, img.height, img.width, img.channels)
 }
 
 /// `(index, width, height)` of an image of a batch over `DEFAULT_MAX_PIXELS` (Pillow's
 /// `MAX_IMAGE_PIXELS`) and within its limit: the facade warns for the call's own such images.
 pub type OverLimit = (usize, usize, usize);
 
-/// Decodes one JPEG or PNG (bytes) to a `PixelBuffer`, with whether the image is over
+/// Decodes one JPEG or PNG (bytes) to a `OwnedBuffer`, with whether the image is over
 /// `DEFAULT_MAX_PIXELS` (the facade's warning); the GIL is released while decoding.
 #[pyfunction]
 #[pyo3(signature = (data, mode = "RGB", apply_exif_orientation = true, max_pixels = Some(DEFAULT_MAX_PIXELS), scale_denom = 1))]
@@ -259,7 +259,7 @@ pub fn decode_image(
     apply_exif_orientation: bool,
     max_pixels: Option<u64>,
     scale_denom: u32,
-) -> PyResult<(PixelBuffer, bool)> {
+) -> PyResult<(OwnedBuffer, bool)> {
     let opts = options(mode, apply_exif_orientation, max_pixels, scale_denom)?;
     py.detach(|| decode(data, &opts))
         .map(|img| {
@@ -269,7 +269,7 @@ pub fn decode_image(
         .map_err(|e| decode_error(&e, None))
 }
 
-/// Decodes a list of bytes on fastprep's thread pool. Each item is a `PixelBuffer`, or for an
+/// Decodes a list of bytes on fastprep's thread pool. Each item is a `OwnedBuffer`, or for an
 /// image that failed, a `(reason, message)` tuple; the facade raises or skips. With them, the
 /// images over `DEFAULT_MAX_PIXELS`, in index order.
 #[pyfunction]

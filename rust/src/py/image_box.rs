@@ -1,7 +1,7 @@
 //! `_core.resize_box_*` and `_core.reduce_*`: bindings of Pillow's `resize(box=...,
 //! reducing_gap=...)` and `reduce` (facade in `fastprep/image_box.py`). The source is read in
 //! place (no copy) with the GIL released.
-use super::buffer::PixelBuffer;
+use super::buffer::OwnedBuffer;
 use crate::error::ImageError;
 use crate::image::resize_box::{self, FloatBox, PreReduce};
 use crate::image::{reduce, Filter, Wide};
@@ -57,7 +57,7 @@ pub fn resize_box_u8(
     bx: FloatBox,
     premultiply: bool,
     reduce: Option<((usize, usize), Box4)>,
-) -> PyResult<PixelBuffer> {
+) -> PyResult<OwnedBuffer> {
     let filter = parse_filter(filter)?;
     let (buf, ptr, len) = source::<u8>(data)?;
     let out = py.detach(|| {
@@ -76,7 +76,7 @@ pub fn resize_box_u8(
         )
     })?;
     drop(buf);
-    Ok(PixelBuffer::new(out, out_height, out_width, channels))
+    Ok(OwnedBuffer::new(out, out_height, out_width, channels))
 }
 
 /// The sample type of a double-precision mode: "F" f32, "I" i32, "I;16" u16 (the facade
@@ -185,7 +185,7 @@ pub fn reduce_u8(
     factor: (usize, usize),
     bx: Box4,
     premultiply: bool,
-) -> PyResult<PixelBuffer> {
+) -> PyResult<OwnedBuffer> {
     let (buf, ptr, len) = source::<u8>(data)?;
     let (out, w, h) = py.detach(|| {
         // SAFETY: as in `resize_box_u8`.
@@ -201,7 +201,7 @@ pub fn reduce_u8(
         )
     })?;
     drop(buf);
-    Ok(PixelBuffer::new(out, h, w, channels))
+    Ok(OwnedBuffer::new(out, h, w, channels))
 }
 
 /// Pillow's `reduce` of a mode "F" or "I" image (float32 or int32 samples, each channel one

@@ -49,7 +49,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image_box::resize_box_wide, m)?)?;
     m.add_function(wrap_pyfunction!(image_box::reduce_u8, m)?)?;
     m.add_function(wrap_pyfunction!(image_box::reduce_wide, m)?)?;
-    m.add_class::<buffer::PixelBuffer>()?;
+    m.add_class::<buffer::OwnedBuffer>()?;
     m.add_function(wrap_pyfunction!(image::decode_image, m)?)?;
     m.add_function(wrap_pyfunction!(image::decode_images, m)?)?;
     m.add_function(wrap_pyfunction!(image::preprocess_into, m)?)?;
