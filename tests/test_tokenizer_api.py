@@ -170,6 +170,29 @@ def test_bucketing_reports_padding_saved(tok):
             assert list(row[:n]) == list(longest["input_ids"][i][: int(longest["attention_mask"][i].sum())])
 
 
+def test_flat_outputs_are_owned_buffers_that_outlive_their_names(tok):
+    """The flat ids come back as Rust-owned buffers (no copy): a numpy view keeps the memory
+    alive after the buffer's own name is gone, however much is allocated and freed meanwhile;
+    an empty result still views as u32."""
+    import gc
+
+    texts = [f"document {i} " + "tokens " * (i % 50) for i in range(500)]
+    want = [tok.encode(t, add_special_tokens=False).ids for t in texts]
+    ids_b, lens_b, _ = tok._core.encode_batch_flat(texts, False, None, False, None)
+    assert isinstance(ids_b, fastprep._core.OwnedBuffer) and ids_b.shape == (4 * sum(map(len, want)),)
+    ids = np.frombuffer(memoryview(ids_b), dtype="<u4")
+    lens = np.frombuffer(memoryview(lens_b), dtype="<u8")
+    del ids_b, lens_b
+    gc.collect()
+    churn = [bytes(1 << 16) for _ in range(256)]  # reuse freed memory, if any was freed
+    del churn
+    assert lens.tolist() == [len(w) for w in want]
+    assert ids.tolist() == [i for w in want for i in w]
+    empty, empty_lens, _ = tok._core.encode_batch_flat([""], False, None, False, None)
+    assert np.frombuffer(memoryview(empty), dtype="<u4").size == 0
+    assert np.frombuffer(memoryview(empty_lens), dtype="<u8").tolist() == [0]
+
+
 def test_count_tokens(tok):
     texts = ["hello world", "", "日本語", "x" * 1000]
     assert tok.count_tokens(texts) == [len(tok.encode(t, add_special_tokens=False).ids) for t in texts]

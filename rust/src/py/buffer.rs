@@ -5,6 +5,7 @@
 //! are gone.
 use pyo3::exceptions::PyBufferError;
 use pyo3::prelude::*;
+use pyo3::types::PyTuple;
 use std::ffi::{c_int, c_void, CStr};
 
 static FORMAT: &CStr = c"B";
@@ -102,8 +103,8 @@ unsafe impl Sync for OwnedBuffer {}
 impl OwnedBuffer {
     /// (height, width, channels) for pixels, (bytes,) for flat data.
     #[getter]
-    fn shape(&self) -> Vec<isize> {
-        self.shape[..self.ndim].to_vec()
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.shape[..self.ndim])
     }
 
     fn __len__(&self) -> usize {
