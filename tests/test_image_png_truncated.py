@@ -249,3 +249,45 @@ def test_image_data_mutants_match_pillow(fmt):
     rng = random.Random(f"png-idat-{fmt}")
     decoded = sum(same_as_pillow(_mutant(rng, head, z, row, 21)) for _ in range(300))
     assert 60 < decoded < 270, decoded
+
+
+def _tail_streams(raw: bytes) -> list[bytes]:
+    """zlib streams of the same rows: default, stored, fixed Huffman; each also ending with a
+    sync flush (an empty stored block) before the final block."""
+    out = []
+    for level, strategy in ((6, zlib.Z_DEFAULT_STRATEGY), (0, zlib.Z_DEFAULT_STRATEGY), (9, zlib.Z_FIXED)):
+        for sync in (False, True):
+            co = zlib.compressobj(level, zlib.DEFLATED, 15, 8, strategy)
+            s = co.compress(raw)
+            out.append(s + (co.flush(zlib.Z_SYNC_FLUSH) if sync else b"") + co.flush())
+    return out
+
+
+@pytest.mark.parametrize("size", [(24, 20), (7, 5)])
+def test_bit_flips_in_the_streams_last_bytes_match_pillow(size):
+    """Every bit of the last 14 bytes of the stream (the last rows' codes, block ends and
+    headers, the Adler-32) flipped in turn: Pillow's verdict and pixels each time."""
+    head, stream = parts(odd.png(odd.photo(*size)))
+    decoded = 0
+    for s in _tail_streams(zlib.decompress(stream)):
+        for pos in range(max(2, len(s) - 14), len(s)):
+            for bit in range(8):
+                d = bytearray(s)
+                d[pos] ^= 1 << bit
+                decoded += same_as_pillow(with_data(head, bytes(d)))
+    assert decoded > 0
+
+
+def test_known_difference_error_at_the_end_of_the_chunk_that_completes_the_image():
+    """README, "Known, not yet matched": the stream's last rows end a data chunk, followed by a
+    bad block header in that chunk's last byte; Pillow's zlib reads that byte and refuses the
+    file, fastprep's inflater stops at the chunk's end with the image complete. The pixels are
+    the image's own (what Pillow gives without the bad byte); this test fails once it is matched."""
+    head, stream = parts(odd.png(odd.photo(7, 5)))
+    co = zlib.compressobj(6)
+    s = bytearray(co.compress(zlib.decompress(stream)) + co.flush(zlib.Z_SYNC_FLUSH) + co.flush())
+    good = with_data(head, bytes(s))
+    s[-6] ^= 4  # the final block's header byte (fixed Huffman) becomes BTYPE=3, reserved
+    bad = with_data(head, bytes(s[:-5]), bytes(s[-5:]))
+    assert pillow(bad) is None
+    np.testing.assert_array_equal(fastprep.decode(bad, mode="RGBA"), pillow(good))
