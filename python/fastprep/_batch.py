@@ -7,6 +7,13 @@ from typing import Any
 import numpy as np
 
 
+def flat_arrays(ids_b: Any, lens_b: Any) -> tuple[Any, Any]:
+    """The ids (uint32) and row lengths (int64) of ``encode_batch_flat`` / ``encode_lines_flat``:
+    a view of the ids' Rust-owned buffer (no copy), the lengths as int64."""
+    ids = np.frombuffer(memoryview(ids_b), dtype="<u4")
+    return ids, np.frombuffer(memoryview(lens_b), dtype="<u8").astype(np.int64)
+
+
 def _round_up(n: int, multiple: int | None) -> int:
     if multiple and multiple > 0 and n % multiple:
         n += multiple - n % multiple

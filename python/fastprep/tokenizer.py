@@ -318,7 +318,7 @@ class Tokenizer:
         """
         import numpy as np
 
-        from ._batch import bucketize
+        from ._batch import bucketize, flat_arrays
 
         if isinstance(texts, str):
             raise TypeError("encode_batch_arrays() takes a list of str; for one text call encode()")
@@ -334,8 +334,7 @@ class Tokenizer:
             ids_b, lens_b, offs_b = self._core.encode_batch_flat(
                 texts, add_special_tokens, max_length, return_offsets, num_threads
             )
-            ids = np.frombuffer(memoryview(ids_b), dtype="<u4")
-            lens = np.frombuffer(memoryview(lens_b), dtype="<u8").astype(np.int64)
+            ids, lens = flat_arrays(ids_b, lens_b)
             offs = np.frombuffer(offs_b, dtype="<u4").reshape(-1, 2) if offs_b is not None else None
             return bucketize(ids, lens, offs, pad_id, left, pad_to_multiple_of, bucket_size)
         ids_ba, mask_ba, offs_ba, rows, width = self._core.encode_batch_padded(

@@ -192,10 +192,11 @@ class DatasetsTokenize(_HoldsTokenizer):
     def __call__(self, batch: dict[str, list[Any]]) -> dict[str, Any]:
         import numpy as np
 
+        from .._batch import flat_arrays
+
         texts = batch[self.text_key]
         if not texts:
             return {"input_ids": [], "num_tokens": []}
         ids_b, lens_b, _ = self.tokenizer._core.encode_batch_flat(texts, self.add_special_tokens, None, False, None)
-        ids = np.frombuffer(memoryview(ids_b), dtype="<u4")
-        lens = np.frombuffer(memoryview(lens_b), dtype="<u8").astype(np.int64)
+        ids, lens = flat_arrays(ids_b, lens_b)
         return {"input_ids": np.split(ids, np.cumsum(lens)[:-1]), "num_tokens": lens}

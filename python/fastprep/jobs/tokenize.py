@@ -219,7 +219,7 @@ class TokenizeJob:
         return out
 
     def _encode_texts(self, records: list[Record]) -> tuple[Any, Any]:
-        import numpy as np
+        from .._batch import flat_arrays
 
         texts = [r.text for r in records if r.text is not None]
         try:
@@ -233,14 +233,14 @@ class TokenizeJob:
                 if r.text is not None and not _utf8_ok(r.text):
                     r.text, r.error = None, _LONE_SURROGATE
             return self._encode_texts(records)
-        return np.frombuffer(memoryview(ids_b), dtype="<u4"), np.frombuffer(memoryview(lens_b), dtype="<u8").astype(
-            np.int64
-        )
+        return flat_arrays(ids_b, lens_b)
 
     def _encode_lines(self, b: Batch) -> tuple[Any, Any]:
         """JSONL or text lines, read and tokenized in Rust; the few lines it leaves (bad ones,
         and JSON it does not certainly read as Python does) are read by ``parse_line``."""
         import numpy as np
+
+        from .._batch import flat_arrays
 
         field = self.s.text_field if b.fmt == "jsonl" else None
         lines = [r.raw or b"" for r in b.records]  # every record of a line batch has its line
@@ -249,8 +249,7 @@ class TokenizeJob:
         )
         for r in b.records:
             r.raw = None  # read: the line's bytes need not wait for the writer
-        ids = np.frombuffer(memoryview(ids_b), dtype="<u4")
-        lens = np.frombuffer(memoryview(lens_b), dtype="<u8").astype(np.int64)
+        ids, lens = flat_arrays(ids_b, lens_b)
         if not left:
             return ids, lens
         parts = np.split(ids, np.cumsum(lens)[:-1])

@@ -131,12 +131,7 @@ fn pack_w<const W: u32>(values: &[u32; MINI], out: &mut Vec<u8>) {
         )*};
     }
     put!(0 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22 23 24 25 26 27 28 29 30 31);
-    let bytes = W as usize * 4;
-    let at = out.len();
-    out.resize(at + bytes, 0);
-    for (dst, w) in out[at..].chunks_exact_mut(4).zip(&words) {
-        dst.copy_from_slice(&w.to_le_bytes());
-    }
+    out.extend(words[..W as usize].iter().flat_map(|w| w.to_le_bytes()));
 }
 
 #[cfg(test)]

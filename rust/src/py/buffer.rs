@@ -46,27 +46,33 @@ impl OwnedBuffer {
         for w in data.iter_mut() {
             *w = w.to_le();
         }
-        let n = (data.len() * 4) as isize;
-        Self {
-            ptr: data.as_mut_ptr().cast::<u8>(),
-            len: data.len() * 4,
-            capacity: data.capacity(),
-            words: true,
-            ndim: 1,
-            shape: [n, 0, 0],
-            strides: [1, 0, 0],
-        }
+        let n = data.len() * 4;
+        let parts = (data.as_mut_ptr().cast::<u8>(), n, data.capacity());
+        Self::from_parts(parts, true, 1, [n as isize, 0, 0], [1, 0, 0])
     }
 
     fn with_shape(data: Vec<u8>, ndim: usize, shape: [isize; 3], strides: [isize; 3]) -> Self {
         // The Vec's parts, not a boxed slice: shrinking a Vec to its length may copy it (a
         // Parquet row group's bytes are sized by a bound, not exactly).
         let mut data = std::mem::ManuallyDrop::new(data);
+        let parts = (data.as_mut_ptr(), data.len(), data.capacity());
+        Self::from_parts(parts, false, ndim, shape, strides)
+    }
+
+    /// `(ptr, len in bytes, capacity in elements)` of a Vec given up to this object, of `u32`
+    /// where `words`, else of `u8` (`Drop` rebuilds it).
+    fn from_parts(
+        (ptr, len, capacity): (*mut u8, usize, usize),
+        words: bool,
+        ndim: usize,
+        shape: [isize; 3],
+        strides: [isize; 3],
+    ) -> Self {
         Self {
-            ptr: data.as_mut_ptr(),
-            len: data.len(),
-            capacity: data.capacity(),
-            words: false,
+            ptr,
+            len,
+            capacity,
+            words,
             ndim,
             shape,
             strides,

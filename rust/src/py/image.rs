@@ -149,7 +149,7 @@ pub fn resize_batch_u8(
     Ok(())
 }
 
-/// Resizes an 8-bit image held in any C-contiguous buffer (a numpy array) to a `OwnedBuffer`;
+/// Resizes an 8-bit image held in any C-contiguous buffer (a numpy array) to an `OwnedBuffer`;
 /// `window` = (x, y, width, height) computes only that part of the result; `premultiply`
 /// (default: 4 channels) resizes 4 channels as Pillow's RGBA, else each channel on its own
 /// (RGBX, CMYK). The GIL is released.
@@ -248,7 +248,7 @@ fn to_buffer(img: Image) -> OwnedBuffer {
 /// `MAX_IMAGE_PIXELS`) and within its limit: the facade warns for the call's own such images.
 pub type OverLimit = (usize, usize, usize);
 
-/// Decodes one JPEG or PNG (bytes) to a `OwnedBuffer`, with whether the image is over
+/// Decodes one JPEG or PNG (bytes) to an `OwnedBuffer`, with whether the image is over
 /// `DEFAULT_MAX_PIXELS` (the facade's warning); the GIL is released while decoding.
 #[pyfunction]
 #[pyo3(signature = (data, mode = "RGB", apply_exif_orientation = true, max_pixels = Some(DEFAULT_MAX_PIXELS), scale_denom = 1))]
@@ -269,7 +269,7 @@ pub fn decode_image(
         .map_err(|e| decode_error(&e, None))
 }
 
-/// Decodes a list of bytes on fastprep's thread pool. Each item is a `OwnedBuffer`, or for an
+/// Decodes a list of bytes on fastprep's thread pool. Each item is an `OwnedBuffer`, or for an
 /// image that failed, a `(reason, message)` tuple; the facade raises or skips. With them, the
 /// images over `DEFAULT_MAX_PIXELS`, in index order.
 #[pyfunction]
