@@ -270,43 +270,59 @@ extern "C" __global__ void jpeg_idct(const short* __restrict__ coefs, const int*
 
 __device__ __forceinline__ int clampi(int v, int lo, int hi) { return v < lo ? lo : (v > hi ? hi : v); }
 
-// The upsampled sample of component `c` at output pixel (x, y): the upsampler jinit_upsampler
-// (jdsample.c) picks for the component, with the edges libjpeg gives it: column neighbours past
-// the real width repeat the edge (the special first/last columns of the fancy upsamplers), and
-// rows above the first / below the last real row repeat it (jdmainct.c's context pointers,
-// set_bottom_pointers).
-__device__ __forceinline__ int sample(const unsigned char* planes, const long long* c, int x, int y) {
-    const unsigned char* p = planes + c[C_OFF];
-    const long long pitch = c[C_PITCH];
-    const int dw = (int)c[C_DW], dh = (int)c[C_DH];
-    switch ((int)c[C_MODE]) {
+// The upsampled sample at output pixel (x, y) of a component plane whose sample (ox, oy) is at
+// `p` (row pitch `pitch`): the upsampler jinit_upsampler (jdsample.c) picks for the component
+// (`mode`, `hx`, `vy` as C_MODE, C_HX, C_VY), with the edges libjpeg gives it: column neighbours
+// past the real width `dw` repeat the edge (the special first/last columns of the fancy
+// upsamplers), and rows above the first / below the last real row (`dh`) repeat it (jdmainct.c's
+// context pointers, set_bottom_pointers). (ox, oy) is (0, 0) for a whole plane, a window's corner
+// for the window of it that jpeg_fused.cu keeps in shared memory.
+__device__ __forceinline__ int sample_at(const unsigned char* p, long long pitch, int ox, int oy, int dw, int dh,
+                                         int mode, int hx, int vy, int x, int y) {
+    switch (mode) {
     case 0:
-        return p[y * pitch + x];
+        return p[(y - oy) * pitch + (x - ox)];
     case 1:
-        return p[(y / (int)c[C_VY]) * pitch + x / (int)c[C_HX]];
+        return p[(y / vy - oy) * pitch + (x / hx - ox)];
     case 2: {  // h2v1_fancy_upsample: 3/4 nearer + 1/4 further sample, biased 1 and 2
         const int i = x >> 1;
         const int j = (x & 1) ? clampi(i + 1, 0, dw - 1) : clampi(i - 1, 0, dw - 1);
-        const unsigned char* row = p + y * pitch;
-        return (3 * row[i] + row[j] + ((x & 1) ? 2 : 1)) >> 2;
+        const long long row = (y - oy) * pitch - ox;
+        return (3 * p[row + i] + p[row + j] + ((x & 1) ? 2 : 1)) >> 2;
     }
     case 3: {  // h1v2_fancy_upsample: the same vertically
         const int i = y >> 1;
         const int r = (y & 1) ? clampi(i + 1, 0, dh - 1) : clampi(i - 1, 0, dh - 1);
-        return (3 * p[i * pitch + x] + p[r * pitch + x] + ((y & 1) ? 2 : 1)) >> 2;
+        return (3 * p[(i - oy) * pitch + (x - ox)] + p[(r - oy) * pitch + (x - ox)] + ((y & 1) ? 2 : 1)) >> 2;
     }
     default: {  // h2v2_fancy_upsample: triangle filter, 9/16 3/16 3/16 1/16, biased 8 and 7
         const int i = y >> 1;
         const int r = (y & 1) ? clampi(i + 1, 0, dh - 1) : clampi(i - 1, 0, dh - 1);
         const int j = x >> 1;
         const int jn = (x & 1) ? clampi(j + 1, 0, dw - 1) : clampi(j - 1, 0, dw - 1);
-        const unsigned char* near = p + i * pitch;
-        const unsigned char* far = p + r * pitch;
-        const int cs = 3 * near[j] + far[j];
-        const int csn = 3 * near[jn] + far[jn];
+        const long long near = (i - oy) * pitch - ox;
+        const long long far = (r - oy) * pitch - ox;
+        const int cs = 3 * p[near + j] + p[far + j];
+        const int csn = 3 * p[near + jn] + p[far + jn];
         return (3 * cs + csn + ((x & 1) ? 7 : 8)) >> 4;
     }
     }
+}
+
+// The upsampled sample of component `c` (an idesc component) at output pixel (x, y).
+__device__ __forceinline__ int sample(const unsigned char* planes, const long long* c, int x, int y) {
+    return sample_at(planes + c[C_OFF], c[C_PITCH], 0, 0, (int)c[C_DW], (int)c[C_DH], (int)c[C_MODE], (int)c[C_HX],
+                     (int)c[C_VY], x, y);
+}
+
+// ycc_rgb_convert (jdcolor.c) of one pixel, `cb` and `cr` less 128, into o[0..2].
+__device__ __forceinline__ void ycc_rgb(int yy, int cb, int cr, unsigned char* o) {
+    const int r = yy + ((91881 * cr + 32768) >> 16);
+    const int g = yy + ((-22554 * cb + 32768 + -46802 * cr) >> 16);
+    const int b = yy + ((116130 * cb + 32768) >> 16);
+    o[0] = (unsigned char)clampi(r, 0, 255);
+    o[1] = (unsigned char)clampi(g, 0, 255);
+    o[2] = (unsigned char)clampi(b, 0, 255);
 }
 
 // ycc_rgb_convert (jdcolor.c) with build_ycc_rgb_table's fixed point (SCALEBITS 16, ONE_HALF
@@ -326,10 +342,5 @@ extern "C" __global__ void jpeg_color(const unsigned char* __restrict__ planes, 
     }
     const int cb = sample(planes, d + I_COMP + C_LEN, x, y) - 128;
     const int cr = sample(planes, d + I_COMP + 2 * C_LEN, x, y) - 128;
-    const int r = yy + ((91881 * cr + 32768) >> 16);
-    const int g = yy + ((-22554 * cb + 32768 + -46802 * cr) >> 16);
-    const int b = yy + ((116130 * cb + 32768) >> 16);
-    o[0] = (unsigned char)clampi(r, 0, 255);
-    o[1] = (unsigned char)clampi(g, 0, 255);
-    o[2] = (unsigned char)clampi(b, 0, 255);
+    ycc_rgb(yy, cb, cr, o);
 }

@@ -19,6 +19,7 @@ import numpy as np
 
 import fastprep
 from fastprep import gpu
+from fastprep.kernels import _DEPENDS, kernel_unit
 
 HERE = Path(__file__).parent / "cuda"
 HARNESSES = {
@@ -26,6 +27,7 @@ HARNESSES = {
     "normalize.cu": HERE / "normalize_harness.cpp",
     "jpeg_idct.cu": HERE / "jpeg_idct_harness.cpp",
     "jpeg_entropy.cu": HERE / "jpeg_entropy_harness.cpp",
+    "jpeg_fused.cu": HERE / "jpeg_fused_harness.cpp",
     # the emulation's own check (tests/test_cuda_emulation.py); its kernels live in tests/cuda/
     "emulation_selftest.cu": HERE / "emulation_selftest_harness.cpp",
 }
@@ -40,8 +42,13 @@ _LIBS: dict[str, ctypes.CDLL] = {}
 def compile_emulated(name: str, defines: dict[str, int]) -> ctypes.CDLL:
     """The kernel file `name` (from cuda/) with its harness, built once per define set."""
     harness = HARNESSES[name]
-    src_path = HERE.parent.parent / "cuda" / name
-    src = (src_path if src_path.exists() else HERE / name).read_text()
+
+    def text(file: str) -> str:
+        path = HERE.parent.parent / "cuda" / file
+        return (path if path.exists() else HERE / file).read_text()
+
+    # the file and the sources it is compiled after (its harness includes them)
+    src = "".join(text(f) for f in (*_DEPENDS.get(name, ()), name))
     headers = "".join((HERE / h).read_text() for h in HEADERS)
     key_text = src + harness.read_text() + headers + repr(sorted(defines.items()))
     key = hashlib.sha256(key_text.encode()).hexdigest()[:16]
@@ -95,7 +102,7 @@ class EmuBackend:
         args: tuple[Any, ...],
         block: tuple[int, int, int] = gpu.BLOCK,
     ) -> None:
-        name = next(n for n in fastprep.kernel_names() if fastprep.kernel_source(n) == source)
+        name = next(n for n in fastprep.kernel_names() if kernel_unit(n) == source)
         lib = compile_emulated(name, defines)
         fn = getattr(lib, f"launch_{kernel}")
         # the exact (fiber) harnesses report a block that cannot progress instead of hanging

@@ -70,9 +70,12 @@ def test_gpu_bench_emulated_runs_every_part(tmp_path):
             "device_to_host",
             "kernels_and_copies",
         }
-    assert {"jpeg_unstuff_count", "jpeg_sync", "jpeg_write", "jpeg_idct", "resize_horizontal"} <= set(
+    assert {"jpeg_unstuff_count", "jpeg_sync", "jpeg_write", "jpeg_fused_h", "resize_vertical"} <= set(
         jpeg["fastprep_gpu_kernels_s"]
     )
+    # and the three-kernel path beside it, with the same batch
+    assert {"jpeg_idct", "jpeg_color", "resize_horizontal"} <= set(jpeg["fastprep_gpu_unfused_kernels_s"])
+    assert jpeg["fastprep_gpu_unfused_s"] > 0 and jpeg["fastprep_gpu_fused_vs_unfused_max_diff"] == 0
     assert {"headers_s", "entropy_decoding_s", "upload_s"} <= set(jpeg["stages_cpu_entropy"])
     rows = {"fastprep_gpu", "fastprep_cpu"} | ({"torchvision_nvjpeg"} if "torchvision" not in allowed else set())
     for k in ("batch_1", "batch_2"):

@@ -174,9 +174,14 @@ def test_gpu_preprocess_decodes_jpegs_on_the_gpu_and_equals_the_cpu_pipeline(dra
     assert got.shape == want.shape and got.dtype == want.dtype
     np.testing.assert_array_equal(got, want)
     kernels = [k for k, _, _ in be.launches]
-    # the baseline JPEGs entropy-decoded by the GPU in one pass, then the DCT stages for all
+    # the baseline JPEGs entropy-decoded by the GPU in one pass, then the DCT stages: the two
+    # transposed orientations (6, 8) by the three-kernel path, the other six JPEGs fused with
+    # their horizontal pass (unless a draft decode is already the target's width); the CMYK one is
+    # decoded on the CPU
     assert kernels[: len(ENTROPY) + 2] == [*ENTROPY, "jpeg_idct", "jpeg_color"], kernels
-    assert be.launches[len(ENTROPY) + 1][2][2] == 8  # every JPEG but the CMYK one decoded by the kernels
+    unfused = be.launches[len(ENTROPY) + 1][2][2]
+    fused = sum(grid[2] for k, _, grid in be.launches if k == "jpeg_fused_h")
+    assert unfused + fused == 8 and unfused == (3 if draft else 2), (unfused, fused)
 
 
 def test_gpu_preprocess_with_cpu_entropy_decoding_equals_the_cpu_pipeline():
@@ -187,7 +192,7 @@ def test_gpu_preprocess_with_cpu_entropy_decoding_equals_the_cpu_pipeline():
     be = EmuBackend()
     got = gpu_preprocess(blobs, entropy="cpu", backend=be)
     np.testing.assert_array_equal(got, fastprep.preprocess(blobs))
-    assert [k for k, _, _ in be.launches][:2] == ["jpeg_idct", "jpeg_color"]
+    assert [k for k, _, _ in be.launches][:2] == ["jpeg_fused_h", "resize_vertical"]
     with pytest.raises(ValueError, match="entropy"):
         gpu_preprocess(blobs, entropy="nvjpeg", backend=be)  # type: ignore[arg-type]
 

@@ -43,7 +43,7 @@ def test_every_cuda_source_is_embedded_verbatim():
 
 
 def test_unknown_kernel_lists_the_names():
-    with pytest.raises(KeyError, match=r"available: jpeg_entropy\.cu, jpeg_idct\.cu, normalize\.cu"):
+    with pytest.raises(KeyError, match=r"available: jpeg_entropy\.cu, jpeg_fused\.cu, jpeg_idct\.cu, normalize\.cu"):
         fastprep.kernel_source("nope")
 
 

@@ -450,6 +450,16 @@ def _jpeg_bench(
             r[f"{tag}_s"] = t
             r[f"{tag}_images_per_s"] = n / t
         r["fastprep_gpu_kernels_s"] = _kernel_breakdown(lambda: DEV.preprocess(blobs))
+        # The same batch without the fused decode + horizontal pass (jpeg_idct, jpeg_color, then
+        # resize.cu over the full-size RGB images): what the fusion saves, and its result alike.
+        gpu.jpeg_fused.ENABLED = False
+        try:
+            r["fastprep_gpu_unfused_s"] = _wall(lambda: DEV.preprocess(blobs))
+            r["fastprep_gpu_unfused_kernels_s"] = _kernel_breakdown(lambda: DEV.preprocess(blobs))
+            unfused = DEV.asnumpy(DEV.preprocess(blobs))
+        finally:
+            gpu.jpeg_fused.ENABLED = True
+        r["fastprep_gpu_fused_vs_unfused_max_diff"] = float(np.abs(DEV.asnumpy(DEV.preprocess(blobs)) - unfused).max())
         t = _cpu_time(lambda: fastprep.preprocess(blobs), repeat=3)
         r["fastprep_cpu_s"] = t
         r["fastprep_cpu_images_per_s"] = n / t

@@ -19,6 +19,7 @@ import tempfile
 from pathlib import Path
 
 import fastprep
+from fastprep.kernels import kernel_unit
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tests"))
 try:
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     # stage a minute, and one after another they take about that on one core.
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count() or 1) as pool:
         for name in args.kernel or fastprep.kernel_names():
-            source = fastprep.kernel_source(name)
+            source = kernel_unit(name)  # after the sources it calls into, as launched
             variants = _variants(name)
             outputs = pool.map(lambda d, source=source: _sass(source, d, arch, tool), variants)
             for defines, sass in zip(variants, outputs, strict=True):

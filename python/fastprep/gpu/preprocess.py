@@ -14,6 +14,7 @@ from typing import Any, Literal
 from .. import _core
 from ..errors import DecodeError
 from ..image import MAX_IMAGE_PIXELS, Filter, _as_bytes, _decode_all, _limit, _warn_over_limit, decode_batch
+from . import jpeg_fused
 from .backend import Backend, _backend, _staging, _upload
 from .jpeg_entropy import EntropyBatch, ScanPlan, decode_scans, parse_scan, plan_batch
 from .jpeg_idct import JpegPlan, plan_jpeg, run_jpeg_decode
@@ -160,13 +161,20 @@ def gpu_preprocess(
             pix_offsets[i] = staged
             staged += _align(a.size)
     host, release = _staging(be, staged)
+    # JPEGs decoded and resized horizontally in one kernel (jpeg_fused): no full-size image.
+    fused = {
+        i
+        for i, plan in plans.items()
+        if jpeg_fused.fusable(plan, *_target(plan, layouts[i], resize_shorter, size, cw, ch), filter)
+    }
     # The device buffer: the uploaded part (coefficients, scans, then CPU-decoded pixels), then
-    # each decoded JPEG's RGB image (a file refused below leaves a hole).
+    # each other decoded JPEG's RGB image (a file refused below leaves a hole).
     rgb_offsets: dict[int, int] = {}
     off = staged
     for i, plan in plans.items():
-        rgb_offsets[i] = off
-        off += _align(plan.width * plan.height * 3)
+        if i not in fused:
+            rgb_offsets[i] = off
+            off += _align(plan.width * plan.height * 3)
     flat = xp.empty(max(off, 1), dtype="uint8")
     late: dict[int, Any] = {}
     refused = _entropy_decode(
@@ -211,9 +219,10 @@ def gpu_preprocess(
         for i, a in late.items():
             if a is not None:
                 flat[pix_offsets[i] : pix_offsets[i] + a.size] = be.asarray(a.reshape(-1))
-        if plans:
-            idx = list(plans)
-            coefs = flat[:coef_bytes].view(xp.int16)
+        fused &= set(plans)
+        coefs = flat[:coef_bytes].view(xp.int16)
+        if len(fused) < len(plans):
+            idx = [i for i in plans if i not in fused]
             run_jpeg_decode(
                 be,
                 coefs,
@@ -222,13 +231,40 @@ def gpu_preprocess(
                 flat,
                 [rgb_offsets[i] for i in idx],
             )
-        where = {i: rgb_offsets[i] if i in plans else pix_offsets[i] for i in ok_idx}
+        where = {i: rgb_offsets.get(i, 0) if i in plans else pix_offsets[i] for i in ok_idx}
         srcs, targets, windows = _crop_windows(
             ok_idx, plans, layouts, decoded, where, draft, resize_shorter, size, cw, ch
         )
         crops = xp.empty(len(ok_idx) * per, dtype="uint8")
         outs = [_Image(k * per, ch, cw, cw * 3, 3, 1) for k in range(len(ok_idx))]
-        run_resize(be, flat, srcs, 3, "uint8", targets, windows, filter, True, crops, outs)
+        rest = [k for k, i in enumerate(ok_idx) if i not in fused]
+        if fused:
+            pos = [k for k, i in enumerate(ok_idx) if i in fused]
+            jpeg_fused.run_fused(
+                be,
+                coefs,
+                [plans[ok_idx[k]] for k in pos],
+                [coef_offsets[ok_idx[k]] // 2 for k in pos],
+                [targets[k] for k in pos],
+                [windows[k] for k in pos],
+                filter,
+                crops,
+                [outs[k] for k in pos],
+            )
+        if rest:
+            run_resize(
+                be,
+                flat,
+                [srcs[k] for k in rest],
+                3,
+                "uint8",
+                [targets[k] for k in rest],
+                [windows[k] for k in rest],
+                filter,
+                True,
+                crops,
+                [outs[k] for k in rest],
+            )
         if dtype == "uint8":
             packed = crops.reshape(len(ok_idx), ch, cw, 3)
             if layout == "NCHW":
@@ -247,6 +283,23 @@ def gpu_preprocess(
         ok[ok_idx] = True
         return batch, ok
     return batch
+
+
+def _target(
+    plan: JpegPlan,
+    layout: dict[str, Any] | tuple[str, str],
+    shorter: int | None,
+    size: tuple[int, int] | None,
+    cw: int,
+    ch: int,
+) -> tuple[tuple[int, int], tuple[int, int, int, int]]:
+    """The resize target and crop window of a kernel-decoded JPEG, from its oriented full-size
+    image (as `_crop_windows` computes them; a crop that does not fit is refused there)."""
+    assert isinstance(layout, dict)
+    swap = plan.orientation >= 5
+    fw, fh = (layout["height"], layout["width"]) if swap else (layout["width"], layout["height"])
+    tw, th = _resized_size(shorter, size, fw, fh)
+    return (tw, th), (round((tw - cw) / 2.0), round((th - ch) / 2.0), min(cw, tw), min(ch, th))
 
 
 def _crop_windows(

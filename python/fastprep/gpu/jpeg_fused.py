@@ -1,0 +1,241 @@
+"""JPEG decoding fused with the horizontal resize pass (``cuda/jpeg_fused.cu``): for the JPEGs of a
+batch that the kernels decode with EXIF orientation 1-4 and that Pillow resizes horizontally first,
+one launch IDCTs, upsamples and colour-converts each row strip in shared memory and writes only
+the horizontally resized crop columns; the vertical pass (``resize.cu``) follows. The full-size
+planes and RGB image of the three-kernel path (``jpeg_idct``, ``jpeg_color``, then the resize) are
+never written to device memory."""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+from ..kernels import kernel_source, kernel_unit
+from . import resize
+from .backend import Backend
+from .jpeg_idct import _ORIENT, JpegPlan
+from .resize import DESC_LEN, _axis, _Image, _Pass, _plan_pass, _rows_read, _vertical_first
+
+FC_LEN = 10
+FDESC_LEN = DESC_LEN + 8 + 3 * FC_LEN
+# Shared memory a block may use (jpeg_fused.cu's FUSED_SMEM): under the 48 KiB of static shared
+# memory every CUDA device gives a block.
+FUSED_SMEM = 45056
+MAX_GRID_Z = 65535
+# Module switch, as resize.H_SHARED: the tests run the batch both ways.
+ENABLED = True
+
+
+def fusable(plan: JpegPlan, target: tuple[int, int], window: tuple[int, int, int, int], filter: str) -> bool:
+    """Whether the fused kernel makes this image's horizontal pass: orientations without a
+    transposition, a width that changes, Pillow's horizontal pass first, and a tiling whose blocks
+    fit in shared memory (an extreme downscale's tap windows may not)."""
+    w, h = plan.oriented_size
+    tw, th = target
+    if not ENABLED or _ORIENT[plan.orientation][0] or w == tw or _vertical_first(h, w, th, tw):
+        return False
+    return _plan_tiling(plan, target, window, filter)[1] is not None
+
+
+def _plan_tiling(
+    plan: JpegPlan, target: tuple[int, int], window: tuple[int, int, int, int], filter: str
+) -> tuple[_Pass, tuple[int, int, int] | None]:
+    """The image's horizontal pass (the rows the vertical pass reads) and its tiling."""
+    w, h = plan.oriented_size
+    tw, th = target
+    x, y, cw, ch = window
+    first, last = _rows_read(filter, True, h, th, y, ch) if h != th else (y, y + ch)
+    _, flipx, flipy = _ORIENT[plan.orientation]
+    geometry = tuple((p.scale, p.dw, p.dh, p.mode, p.hx, p.vy) for p in plan.planes)
+    tiling = _tiling(w, h, flipx, flipy, geometry, (w, tw, filter), x, cw, first, last - first)
+    return _Pass(w, tw, cw, last - first, x, first), tiling
+
+
+def _axis_range(kind: int, f: int, a: int, b: int, n: int) -> tuple[int, int]:
+    # jpeg_fused.cu's axis_range
+    if kind == 0:
+        return a, b
+    if kind == 1:
+        return a // f, (b - 1) // f + 1
+    return min(max((a >> 1) - 1, 0), n - 1), min(max(((b - 1) >> 1) + 1, 0), n - 1) + 1
+
+
+def _col_kind(mode: int) -> int:
+    return 0 if mode in (0, 3) else 1 if mode == 1 else 2
+
+
+def _row_kind(mode: int) -> int:
+    return 0 if mode in (0, 2) else 1 if mode == 1 else 2
+
+
+# (scale, dw, dh, mode, hx, vy) per component
+Planes = tuple[tuple[int, int, int, int, int, int], ...]
+
+
+@functools.lru_cache(maxsize=1024)
+def _tiling(
+    w: int,
+    h: int,
+    flipx: bool,
+    flipy: bool,
+    planes: Planes,
+    table: tuple[int, int, str],
+    i0: int,
+    out_w: int,
+    first: int,
+    out_h: int,
+) -> tuple[int, int, int] | None:
+    """(columns per block, rows per strip, first strip's row) for one image whose every block
+    fits FUSED_SMEM, by the kernel's own window arithmetic, or None (the image then takes the
+    three-kernel path). Taller strips come first: a strip IDCTs the chroma rows above and below
+    it too, so strips of 32 rows decode 4:2:0 chroma twice, of 16 three times."""
+    import numpy as np
+
+    _, b, _ = _axis(*table, True, True)
+    pairs = np.frombuffer(b, dtype=np.int32).reshape(-1, 2)
+    mcu = max(s * (2 if mode in (3, 4) else vy if mode == 1 else 1) for s, _, _, mode, _, vy in planes)
+    last = first + out_h
+    for rows in sorted({max(mcu, 32), max(mcu, 16), mcu}, reverse=True):
+        # strips aligned to the decoded image's iMCU rows (which flipy counts from the bottom)
+        org = first - ((first - (h if flipy else 0)) % rows)
+        max_nby = [0] * len(planes)
+        max_rows = 0
+        oy0 = first
+        k = 0
+        while oy0 < last:
+            oy0 = max(first, org + k * rows)
+            oy1 = min(last, org + (k + 1) * rows)
+            if oy0 >= last:
+                break
+            dy0, dy1 = (h - oy1, h - oy0) if flipy else (oy0, oy1)
+            max_rows = max(max_rows, oy1 - oy0)
+            for c, (s, _, dh, mode, _, vy) in enumerate(planes):
+                a, z = _axis_range(_row_kind(mode), vy, dy0, dy1, dh)
+                max_nby[c] = max(max_nby[c], (z - 1) // s + 1 - a // s)
+            k += 1
+        tx = out_w
+        while True:
+            max_nbx = [0] * len(planes)
+            max_span = 0
+            for x0 in range(0, out_w, tx):
+                x1 = min(x0 + tx, out_w)
+                lo = int(pairs[x0 + i0, 0])
+                hi = int(pairs[x1 - 1 + i0, 0] + pairs[x1 - 1 + i0, 1])
+                dx0, dx1 = (w - hi, w - lo) if flipx else (lo, hi)
+                max_span = max(max_span, hi - lo)
+                for c, (s, dw, _, mode, hx, _) in enumerate(planes):
+                    a, z = _axis_range(_col_kind(mode), hx, dx0, dx1, dw)
+                    max_nbx[c] = max(max_nbx[c], (z - 1) // s + 1 - a // s)
+            need = sum(nx * ny * p[0] * p[0] for nx, ny, p in zip(max_nbx, max_nby, planes, strict=True))
+            if need + max_rows * max_span * 3 <= FUSED_SMEM:
+                if tx >= min(out_w, 24) or rows == mcu:
+                    return tx, rows, org
+                break  # too narrow a tile: try shorter strips
+            if tx <= 8:
+                break
+            tx = -(-tx // 2)
+    return None
+
+
+def run_fused(
+    backend: Backend,
+    coefs: Any,
+    plans: list[JpegPlan],
+    coef_offsets: list[int],
+    targets: list[tuple[int, int]],
+    windows: list[tuple[int, int, int, int]],
+    filter: str,
+    out: Any,
+    out_images: list[_Image],
+) -> None:
+    """Decodes and resizes JPEG k (coefficients at coef_offsets[k] of `coefs`) to targets[k] and
+    writes the window windows[k] of it to out_images[k] of `out` (uint8 RGB), as `run_jpeg_decode`
+    and `run_resize` would, for images that are `fusable`."""
+    import numpy as np
+
+    xp = backend.xp
+    rows: list[tuple[int, _Pass, tuple[int, int, int], np.ndarray]] = []
+    quant: list[Any] = []
+    for k, plan in enumerate(plans):
+        part, tiling = _plan_tiling(plan, targets[k], windows[k], filter)
+        assert tiling is not None, "run_fused takes fusable images only"
+        _, flipx, flipy = _ORIENT[plan.orientation]
+        extra = np.zeros(FDESC_LEN - DESC_LEN, np.int64)
+        extra[:8] = (part.table_in, plan.oriented_size[1], len(plan.planes), flipx, flipy, *tiling)
+        coff = coef_offsets[k]
+        for c, p in enumerate(plan.planes):
+            at = 8 + c * FC_LEN
+            extra[at : at + FC_LEN] = (coff, 64 * len(quant), p.wb, p.hb, p.scale, p.dw, p.dh, p.mode, p.hx, p.vy)
+            # libjpeg's ISLOW_MULT_TYPE is a short: a 16-bit table value wraps as it does there.
+            quant.append(np.frombuffer(p.quant, np.uint16).view(np.int16).astype(np.int32))
+            coff += p.wb * p.hb * 64
+        rows.append((k, part, tiling, extra))
+    if not rows:
+        return
+    # The horizontal pass writes an intermediate (the rows the vertical pass reads) or, where the
+    # height does not change, the output itself.
+    dsts: list[_Image] = []
+    into_out = np.zeros(len(rows), bool)
+    temp = 0
+    for i, (k, part, _, _) in enumerate(rows):
+        if targets[k][1] != plans[k].oriented_size[1]:
+            dsts.append(_Image(temp, part.out_h, part.out_w, part.out_w * 3, 3, 1))
+            temp += part.out_h * part.out_w * 3
+        else:
+            dsts.append(out_images[k])
+            into_out[i] = True
+    inter = xp.empty(max(temp, 1), dtype="uint8")
+    srcs = [_Image(0, plans[k].oriented_size[1], part.table_in, part.table_in * 3, 3, 1) for k, part, _, _ in rows]
+    desc, bounds, weights, _ = _plan_pass(srcs, dsts, 0, [r[1] for r in rows], filter, True, True)
+    fdesc = np.concatenate([desc, np.stack([r[3] for r in rows])], axis=1)
+    grid_x = max(-(-r[1].out_w // r[2][0]) for r in rows)
+    grid_y = max(-(-(r[1].first + r[1].out_h - r[2][2]) // r[2][1]) for r in rows)
+    q = backend.asarray(np.concatenate(quant))
+    b_dev, w_dev = backend.asarray(bounds), backend.asarray(weights)
+    # the output buffer is `inter` for rows with a vertical pass, else `out`: two launch groups
+    for target_buf, sel in ((inter, ~into_out), (out, into_out)):
+        part = fdesc[sel]
+        for lo in range(0, len(part), MAX_GRID_Z):
+            chunk = part[lo : lo + MAX_GRID_Z]
+            backend.launch(
+                kernel_unit("jpeg_fused.cu"),
+                {},
+                "jpeg_fused_h",
+                (grid_x, grid_y, len(chunk)),
+                (coefs, q, target_buf, backend.asarray(chunk), b_dev, w_dev),
+            )
+    # The vertical pass over the intermediates, as run_resize's second pass.
+    vert = [i for i in range(len(rows)) if not into_out[i]]
+    if vert:
+        cur = [
+            _Image(
+                dsts[i].offset - rows[i][1].first * dsts[i].sy,
+                plans[rows[i][0]].oriented_size[1],
+                dsts[i].w,
+                dsts[i].sy,
+                3,
+                1,
+            )
+            for i in vert
+        ]
+        vparts = []
+        for i in vert:
+            k = rows[i][0]
+            _, y, cw, ch = windows[k]
+            vparts.append(_Pass(plans[k].oriented_size[1], targets[k][1], cw, ch, y, 0))
+        vd, vb, vw, grid = _plan_pass(cur, [out_images[rows[i][0]] for i in vert], 1, vparts, filter, True, True)
+        defines = {
+            "CHANNELS": 3,
+            "SRC_DTYPE": 0,
+            "DST_DTYPE": 0,
+            "PREMUL_IN": 0,
+            "UNPREMUL_OUT": 0,
+            "H_SHARED": resize.H_SHARED,
+        }
+        backend.launch(
+            kernel_source("resize.cu"),
+            defines,
+            "resize_vertical",
+            grid,
+            (inter, out, backend.asarray(vd), backend.asarray(vb), backend.asarray(vw)),
+        )
