@@ -195,6 +195,6 @@ extern "C" __global__ void jpeg_fused_h(const short* __restrict__ coefs, const i
         const int count = bounds[2 * (tab + i) + 1];
         const long long out = d[F_DST] + (long long)(oy0 + r - first) * d[F_DY] + (long long)x * d[F_DX];
         resample_pixel(rgb + ((long long)r * span + tap0 - lo) * 3, 3, 1, count, weights + tab * ksize + i, d[F_ROWS],
-                       dst, out, d[F_DC]);
+                       dst, out, d[F_DC], nullptr);
     }
 }

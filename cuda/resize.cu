@@ -23,7 +23,11 @@
 //   CHANNELS   1, 3 or 4
 //   SRC_DTYPE, DST_DTYPE  0: uint8 (both), 1: float32, 2: float16 (IEEE bits in unsigned short);
 //              a float16 image keeps a float32 intermediate between the passes, like resizing
-//              its float32 conversion and rounding the result once
+//              its float32 conversion and rounding the result once. A uint8 source with a float
+//              destination (SRC_DTYPE 0, DST_DTYPE 1 or 2) is the last pass of preprocess: each
+//              8-bit result goes through a table of `lut[c * 256 + v]` values (the CPU path's own
+//              (v / 255 - mean) / std, as normalize.cu), written with the destination's strides
+//              (NCHW or NHWC): kernel `resize_vertical_lut`, the vertical pass with that table
 //   PREMUL_IN  1: premultiply RGBA by alpha on load (Pillow's RGBA -> RGBa), first pass
 //   UNPREMUL_OUT 1: undo it on store (RGBa -> RGBA), last pass
 //   H_SHARED   1: the horizontal pass stages each block's source span in shared memory (0, the
@@ -156,7 +160,7 @@ __device__ __forceinline__ int muldiv255(int a, int b) {
 // weight loaded once); every channel still sums its taps in order, as Pillow does.
 __device__ __forceinline__ void resample_pixel(
     const src_t* p, long long step, long long cs, int count, const weight_t* __restrict__ k, long long ks,
-    dst_t* dst, long long out, long long dc) {
+    dst_t* dst, long long out, long long dc, const dst_t* __restrict__ lut) {
 #if SRC_DTYPE == 0
     // Pillow sums in int32; unsigned arithmetic gives the same bits without C's signed-overflow
     // undefined behaviour.
@@ -193,8 +197,14 @@ __device__ __forceinline__ void resample_pixel(
         }
     }
 #endif
-    for (int c = 0; c < CHANNELS; ++c) dst[out + c * dc] = (unsigned char)res[c];
+#if DST_DTYPE != 0
+    for (int c = 0; c < CHANNELS; ++c) dst[out + c * dc] = lut[c * 256 + res[c]];
 #else
+    (void)lut;
+    for (int c = 0; c < CHANNELS; ++c) dst[out + c * dc] = (unsigned char)res[c];
+#endif
+#else
+    (void)lut;
     double ss[CHANNELS];
     for (int c = 0; c < CHANNELS; ++c) ss[c] = 0.0;
     for (int t = 0; t < count; ++t) {
@@ -217,7 +227,7 @@ __device__ __forceinline__ void resample_pixel(
 template <int AXIS>
 __device__ __forceinline__ void resample_pass(
     const src_t* __restrict__ src, dst_t* __restrict__ dst, const long long* __restrict__ desc,
-    const int* __restrict__ bounds, const weight_t* __restrict__ weights) {
+    const int* __restrict__ bounds, const weight_t* __restrict__ weights, const dst_t* __restrict__ lut) {
     const int n = blockIdx.z;
     const long long* d = desc + (long long)n * DESC_LEN;
     const int x = blockIdx.x * blockDim.x + threadIdx.x;
@@ -233,7 +243,7 @@ __device__ __forceinline__ void resample_pass(
         d[F_SRC] + (AXIS == 0 ? (long long)(y + d[F_FIRST]) * d[F_SY] + (long long)first * d[F_SX]
                               : (long long)first * d[F_SY] + (long long)x * d[F_SX]);
     const long long out = d[F_DST] + (long long)y * d[F_DY] + (long long)x * d[F_DX];
-    resample_pixel(src + base, step, d[F_SC], count, weights + tab * ksize + i, d[F_ROWS], dst, out, d[F_DC]);
+    resample_pixel(src + base, step, d[F_SC], count, weights + tab * ksize + i, d[F_ROWS], dst, out, d[F_DC], lut);
 }
 
 // Shared memory for one block's source rows in the horizontal pass. 32 KiB: a 32-wide block of
@@ -309,7 +319,7 @@ __device__ __forceinline__ bool horizontal_shared(
     const src_t* p = run ? (const src_t*)((const unsigned char*)smem + threadIdx.y * pitch * 4 + (int)(mine & 3u))
                          : sh + threadIdx.y * per_row;
     resample_pixel(p + (first - lo) * CHANNELS, CHANNELS, 1, count, weights + tab * d[F_KSIZE] + i, d[F_ROWS],
-                   dst, out, d[F_DC]);
+                   dst, out, d[F_DC], nullptr);
     return true;
 }
 
@@ -317,12 +327,18 @@ extern "C" __global__ void resize_horizontal(
     const src_t* __restrict__ src, dst_t* __restrict__ dst, const long long* __restrict__ desc,
     const int* __restrict__ bounds, const weight_t* __restrict__ weights) {
     if (!H_SHARED || !horizontal_shared(src, dst, desc, bounds, weights)) {
-        resample_pass<0>(src, dst, desc, bounds, weights);
+        resample_pass<0>(src, dst, desc, bounds, weights, nullptr);
     }
 }
 
 extern "C" __global__ void resize_vertical(
     const src_t* __restrict__ src, dst_t* __restrict__ dst, const long long* __restrict__ desc,
     const int* __restrict__ bounds, const weight_t* __restrict__ weights) {
-    resample_pass<1>(src, dst, desc, bounds, weights);
+    resample_pass<1>(src, dst, desc, bounds, weights, nullptr);
+}
+
+extern "C" __global__ void resize_vertical_lut(
+    const src_t* __restrict__ src, dst_t* __restrict__ dst, const long long* __restrict__ desc,
+    const int* __restrict__ bounds, const weight_t* __restrict__ weights, const dst_t* __restrict__ lut) {
+    resample_pass<1>(src, dst, desc, bounds, weights, lut);
 }

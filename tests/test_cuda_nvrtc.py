@@ -21,7 +21,8 @@ ARCHS = ("compute_80", "compute_90")
 def _variants(name: str) -> list[dict[str, int]]:
     if name == "resize.cu":
         out = []
-        pairs = [(0, 0), (1, 1), (2, 1), (1, 2), (2, 2)]
+        # (0, 1) and (0, 2): uint8 resampled, stored through a normalize table (resize_vertical_lut)
+        pairs = [(0, 0), (1, 1), (2, 1), (1, 2), (2, 2), (0, 1), (0, 2)]
         for channels, (src, dst) in itertools.product((1, 3, 4), pairs):
             premuls = [(0, 0), (1, 0), (0, 1), (1, 1)] if (channels == 4 and src == 0) else [(0, 0)]
             for pre, un in premuls:
@@ -69,7 +70,7 @@ def _compile(source: str, name: str, defines: dict[str, int], arch: str) -> tupl
 def test_every_kernel_compiles_with_nvrtc(name):
     source = kernel_unit(name)  # after the sources it calls into, as the launcher compiles it
     entries = {
-        "resize.cu": [b"resize_horizontal", b"resize_vertical"],
+        "resize.cu": [b"resize_horizontal", b"resize_vertical", b"resize_vertical_lut"],
         "normalize.cu": [b"crop_normalize_u8"],
         "jpeg_idct.cu": [b"jpeg_idct", b"jpeg_color"],
         "jpeg_fused.cu": [b"jpeg_fused_h"],

@@ -70,7 +70,7 @@ def test_gpu_bench_emulated_runs_every_part(tmp_path):
             "device_to_host",
             "kernels_and_copies",
         }
-    assert {"jpeg_unstuff_count", "jpeg_sync", "jpeg_write", "jpeg_fused_h", "resize_vertical"} <= set(
+    assert {"jpeg_unstuff_count", "jpeg_sync", "jpeg_write", "jpeg_fused_h", "resize_vertical_lut"} <= set(
         jpeg["fastprep_gpu_kernels_s"]
     )
     # and the three-kernel path beside it, with the same batch

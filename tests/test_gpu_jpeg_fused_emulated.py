@@ -2,7 +2,8 @@
 kernel text run by the CPU emulation (tests/cuda_emu.py) must give the three-kernel path's bytes
 (jpeg_idct, jpeg_color, then resize.cu) and the CPU pipeline's, for every subsampling, the scaled
 IDCTs of draft mode, EXIF flips, odd sizes, crops that leave one axis unresized, and tilings of
-many column tiles and row strips (a small shared-memory budget forces them)."""
+many column tiles and row strips (a small shared-memory budget forces them); and where every image
+of a batch is fused, the vertical pass writing the batch itself (normalize table, dtype, layout)."""
 
 from __future__ import annotations
 
@@ -100,3 +101,31 @@ def test_the_tiling_fits_the_budget_by_the_kernels_window_arithmetic():
     tx, rows, org = tiling
     assert rows == 32 and org % 32 == 0 and org <= part.first
     assert 24 <= tx < 224
+
+
+@pytest.mark.parametrize(
+    ("dtype", "layout"), [("float32", "NCHW"), ("float16", "NHWC"), ("uint8", "NCHW"), ("float32", "NHWC")]
+)
+def test_the_vertical_pass_writes_the_batch_when_every_image_is_fused(dtype, layout):
+    # A batch of fused images with a bad file among them: two launches make the batch (no crops,
+    # no normalize pass), the bad slot stays zero.
+    v = data.jpeg_variants()
+    blobs = [v["china-q75-420"], b"not an image", v["grace_hopper-q95-444"]]
+    kw = {"crop": 56, "resize_shorter": 64, "dtype": dtype, "layout": layout, "on_error": "skip"}
+    be = EmuBackend()
+    got, ok = gpu_preprocess(blobs, backend=be, **kw)
+    want, want_ok = fastprep.preprocess(blobs, **kw)
+    assert ok.tolist() == want_ok.tolist() == [True, False, True]
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    assert not got[1].any()
+    kernels = [k for k, _, _ in be.launches]
+    last = "resize_vertical" if dtype == "uint8" else "resize_vertical_lut"
+    assert kernels[-2:] == ["jpeg_fused_h", last] and "crop_normalize_u8" not in kernels, kernels
+
+
+def test_a_batch_not_all_fused_is_normalized_after_the_resize():
+    photo = data.photos()["flower.jpg"][:61, :83]
+    blobs = [data.jpeg_with_orientation(photo, o) for o in (1, 8)]
+    _, kernels = _both(blobs, crop=40, resize_shorter=48, dtype="float16")
+    assert kernels[-1] == "crop_normalize_u8", kernels

@@ -14,3 +14,12 @@
 
 LAUNCHER(resize_horizontal)
 LAUNCHER(resize_vertical)
+
+extern "C" void launch_resize_vertical_lut(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                           unsigned bz, const void* src, void* dst, const long long* desc,
+                                           const int* bounds, const void* weights, const void* lut) {
+    emu_launch({gx, gy, gz}, {bx, by, bz}, [&] {
+        resize_vertical_lut((const src_t*)src, (dst_t*)dst, desc, bounds, (const weight_t*)weights,
+                            (const dst_t*)lut);
+    });
+}

@@ -147,10 +147,14 @@ def run_fused(
     filter: str,
     out: Any,
     out_images: list[_Image],
+    lut: Any = None,
 ) -> None:
     """Decodes and resizes JPEG k (coefficients at coef_offsets[k] of `coefs`) to targets[k] and
     writes the window windows[k] of it to out_images[k] of `out` (uint8 RGB), as `run_jpeg_decode`
-    and `run_resize` would, for images that are `fusable`."""
+    and `run_resize` would, for images that are `fusable`. With `lut` (a normalize table of
+    `out`'s float dtype, from `normalize.normalize_table`) every image must have a vertical pass, which
+    writes the table's values for its 8-bit results: the crop, normalize and layout of the batch,
+    in the strides of `out_images`."""
     import numpy as np
 
     xp = backend.xp
@@ -192,6 +196,7 @@ def run_fused(
     grid_y = max(-(-(r[1].first + r[1].out_h - r[2][2]) // r[2][1]) for r in rows)
     q = backend.asarray(np.concatenate(quant))
     b_dev, w_dev = backend.asarray(bounds), backend.asarray(weights)
+    assert lut is None or not into_out.any(), "a table needs every image's vertical pass"
     # the output buffer is `inter` for rows with a vertical pass, else `out`: two launch groups
     for target_buf, sel in ((inter, ~into_out), (out, into_out)):
         part = fdesc[sel]
@@ -224,18 +229,17 @@ def run_fused(
             _, y, cw, ch = windows[k]
             vparts.append(_Pass(plans[k].oriented_size[1], targets[k][1], cw, ch, y, 0))
         vd, vb, vw, grid = _plan_pass(cur, [out_images[rows[i][0]] for i in vert], 1, vparts, filter, True, True)
+        dst_code = 0 if lut is None else resize._DTYPES[str(lut.dtype)]
         defines = {
             "CHANNELS": 3,
             "SRC_DTYPE": 0,
-            "DST_DTYPE": 0,
+            "DST_DTYPE": dst_code,
             "PREMUL_IN": 0,
             "UNPREMUL_OUT": 0,
             "H_SHARED": resize.H_SHARED,
         }
-        backend.launch(
-            kernel_source("resize.cu"),
-            defines,
-            "resize_vertical",
-            grid,
-            (inter, out, backend.asarray(vd), backend.asarray(vb), backend.asarray(vw)),
-        )
+        args = (inter, out, backend.asarray(vd), backend.asarray(vb), backend.asarray(vw))
+        if lut is None:
+            backend.launch(kernel_source("resize.cu"), defines, "resize_vertical", grid, args)
+        else:
+            backend.launch(kernel_source("resize.cu"), defines, "resize_vertical_lut", grid, (*args, lut))

@@ -12,6 +12,13 @@ from ..kernels import kernel_source
 from .backend import BLOCK, Backend
 
 
+def normalize_table(be: Backend, mean: Sequence[float], std: Sequence[float], dtype: str) -> Any:
+    """The CPU path's (v / 255 - mean) / std values, 3 x 256 of `dtype`, on the device."""
+    import numpy as np
+
+    return be.asarray(np.frombuffer(_core.normalize_table(list(mean), list(std), dtype), dtype=dtype))
+
+
 def run_normalize(
     be: Backend,
     crops: Any,
@@ -29,7 +36,7 @@ def run_normalize(
 
     xp = be.xp
     per = cw * ch * 3
-    lut = be.asarray(np.frombuffer(_core.normalize_table(list(mean), list(std), dtype), dtype=dtype))
+    lut = normalize_table(be, mean, std, dtype)
     dense = xp.empty(count * per, dtype=dtype)
     defines = {"OUT_DTYPE": 1 if dtype == "float32" else 2, "OUT_NCHW": int(layout == "NCHW"), "CHANNELS": 3}
     grid = (-(-cw // BLOCK[0]), -(-ch // BLOCK[1]), count)

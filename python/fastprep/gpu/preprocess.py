@@ -18,7 +18,7 @@ from . import jpeg_fused
 from .backend import Backend, _backend, _staging, _upload
 from .jpeg_entropy import EntropyBatch, ScanPlan, decode_scans, parse_scan, plan_batch
 from .jpeg_idct import JpegPlan, plan_jpeg, run_jpeg_decode
-from .normalize import run_normalize
+from .normalize import normalize_table, run_normalize
 from .resize import _Image, run_resize
 
 
@@ -235,6 +235,25 @@ def gpu_preprocess(
         srcs, targets, windows = _crop_windows(
             ok_idx, plans, layouts, decoded, where, draft, resize_shorter, size, cw, ch
         )
+        if fused == set(ok_idx) and all(targets[k][1] != plans[i].oriented_size[1] for k, i in enumerate(ok_idx)):
+            # Every image fused and resized vertically too: the vertical pass writes the batch
+            # itself, in its dtype (through the normalize table) and layout.
+            ok_arr = np.asarray(ok_idx)
+            lut = None if dtype == "uint8" else normalize_table(be, mean, std, dtype)
+            sy, sx, sc = (cw, 1, cw * ch) if layout == "NCHW" else (cw * 3, 3, 1)
+            jpeg_fused.run_fused(
+                be,
+                coefs,
+                [plans[i] for i in ok_idx],
+                [coef_offsets[i] // 2 for i in ok_idx],
+                targets,
+                windows,
+                filter,
+                result,
+                [_Image(int(i) * per, ch, cw, sy, sx, sc) for i in ok_arr],
+                lut,
+            )
+            return _finish(result.reshape(shape), ok_idx, n, on_error)
         crops = xp.empty(len(ok_idx) * per, dtype="uint8")
         outs = [_Image(k * per, ch, cw, cw * 3, 3, 1) for k in range(len(ok_idx))]
         rest = [k for k, i in enumerate(ok_idx) if i not in fused]
@@ -277,7 +296,13 @@ def gpu_preprocess(
         else:
             result = result.reshape(n, per)
             result[xp.asarray(np.asarray(ok_idx))] = dense
-    batch = result.reshape(shape)
+    return _finish(result.reshape(shape), ok_idx, n, on_error)
+
+
+def _finish(batch: Any, ok_idx: list[int], n: int, on_error: str) -> Any:
+    """The batch, with the ``ok`` mask under ``on_error="skip"``."""
+    import numpy as np
+
     if on_error == "skip":
         ok = np.zeros(n, bool)
         ok[ok_idx] = True
