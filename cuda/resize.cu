@@ -141,13 +141,9 @@ __device__ __forceinline__ unsigned short float_to_half(float f) {
     return sign | (unsigned short)h;
 }
 
-__device__ __forceinline__ double load(const src_t* p) {
-#if SRC_DTYPE == 2
-    return (double)half_to_float(*p);
-#else
-    return (double)*p;
-#endif
-}
+// A float image's element as double: float32, or float16 bits.
+__device__ __forceinline__ double load(const float* p) { return (double)*p; }
+__device__ __forceinline__ double load(const unsigned short* p) { return (double)half_to_float(*p); }
 
 // Pillow's MULDIV255: a * b / 255, rounded, in integers.
 __device__ __forceinline__ int muldiv255(int a, int b) {
@@ -157,10 +153,13 @@ __device__ __forceinline__ int muldiv255(int a, int b) {
 
 // One output pixel: `count` taps from `p` (channel 0 of the first tap), `step` elements between
 // taps and `cs` between channels; tap t weighs k[t * ks]. Taps outer, channels inner (each
-// weight loaded once); every channel still sums its taps in order, as Pillow does.
-__device__ __forceinline__ void resample_pixel(
-    const src_t* p, long long step, long long cs, int count, const weight_t* __restrict__ k, long long ks,
-    dst_t* dst, long long out, long long dc, const dst_t* __restrict__ lut) {
+// weight loaded once); every channel still sums its taps in order, as Pillow does. S and D are
+// the element types read and written (a pass's source and destination: the image's, or the
+// intermediate's between the passes); PRE premultiplies RGBA on load, UNPRE undoes it on store.
+template <typename S, typename D, bool PRE, bool UNPRE>
+__device__ __forceinline__ void resample_px(
+    const S* p, long long step, long long cs, int count, const weight_t* __restrict__ k, long long ks,
+    D* dst, long long out, long long dc, const D* __restrict__ lut) {
 #if SRC_DTYPE == 0
     // Pillow sums in int32; unsigned arithmetic gives the same bits without C's signed-overflow
     // undefined behaviour.
@@ -168,58 +167,66 @@ __device__ __forceinline__ void resample_pixel(
     for (int c = 0; c < CHANNELS; ++c) ss[c] = 1u << (PRECISION_BITS - 1);
     for (int t = 0; t < count; ++t) {
         const unsigned int w = (unsigned int)k[t * ks];
-        const src_t* q = p + t * step;
-#if PREMUL_IN && CHANNELS == 4
-        const int a = q[3 * cs];
-        for (int c = 0; c < 3; ++c) ss[c] += (unsigned int)muldiv255(q[c * cs], a) * w;
-        ss[3] += (unsigned int)a * w;
-#else
-        for (int c = 0; c < CHANNELS; ++c) ss[c] += (unsigned int)q[c * cs] * w;
-#endif
+        const S* q = p + t * step;
+        if constexpr (PRE && CHANNELS == 4) {
+            const int a = q[3 * cs];
+            for (int c = 0; c < 3; ++c) ss[c] += (unsigned int)muldiv255(q[c * cs], a) * w;
+            ss[3] += (unsigned int)a * w;
+        } else {
+            for (int c = 0; c < CHANNELS; ++c) ss[c] += (unsigned int)q[c * cs] * w;
+        }
     }
     int res[CHANNELS];
     for (int c = 0; c < CHANNELS; ++c) {
         const int v = (int)ss[c] >> PRECISION_BITS;
         res[c] = v < 0 ? 0 : (v > 255 ? 255 : v);
     }
-#if UNPREMUL_OUT && CHANNELS == 4
-    // Pillow's RGBa -> RGBA: colour * 255 / alpha, truncated, clipped; alpha 0 and 255 unchanged.
-    // Written as one unsigned range test on purpose: `alpha != 0 && alpha != 255` after the clamp
-    // above is compiled by CUDA 13.0's NVRTC for sm_90 into a VIMNMX.RELU with a predicate
-    // output (SASS), and on an H200 that skipped the division for every alpha (the colours came
-    // back premultiplied); NVRTC 13.5 compiles the same text with plain compares, and this form
-    // with plain compares under both.
-    const unsigned int alpha = (unsigned int)res[3];
-    if (alpha - 1u < 254u) {
-        for (int c = 0; c < 3; ++c) {
-            const unsigned int v = (255u * (unsigned int)res[c]) / alpha;
-            res[c] = (int)(v > 255u ? 255u : v);
+    if constexpr (UNPRE && CHANNELS == 4) {
+        // Pillow's RGBa -> RGBA: colour * 255 / alpha, truncated, clipped; alpha 0 and 255
+        // unchanged. Written as one unsigned range test on purpose: `alpha != 0 && alpha != 255`
+        // after the clamp above is compiled by CUDA 13.0's NVRTC for sm_90 into a VIMNMX.RELU with
+        // a predicate output (SASS), and on an H200 that skipped the division for every alpha (the
+        // colours came back premultiplied); NVRTC 13.5 compiles the same text with plain compares,
+        // and this form with plain compares under both.
+        const unsigned int alpha = (unsigned int)res[3];
+        if (alpha - 1u < 254u) {
+            for (int c = 0; c < 3; ++c) {
+                const unsigned int v = (255u * (unsigned int)res[c]) / alpha;
+                res[c] = (int)(v > 255u ? 255u : v);
+            }
         }
     }
-#endif
-#if DST_DTYPE != 0
-    for (int c = 0; c < CHANNELS; ++c) dst[out + c * dc] = lut[c * 256 + res[c]];
-#else
-    (void)lut;
-    for (int c = 0; c < CHANNELS; ++c) dst[out + c * dc] = (unsigned char)res[c];
-#endif
+    if constexpr (sizeof(D) != 1) {
+        // an 8-bit result stored through the normalize table (see the header)
+        for (int c = 0; c < CHANNELS; ++c) dst[out + c * dc] = lut[c * 256 + res[c]];
+    } else {
+        (void)lut;
+        for (int c = 0; c < CHANNELS; ++c) dst[out + c * dc] = (D)res[c];
+    }
 #else
     (void)lut;
     double ss[CHANNELS];
     for (int c = 0; c < CHANNELS; ++c) ss[c] = 0.0;
     for (int t = 0; t < count; ++t) {
         const double w = k[t * ks];
-        const src_t* q = p + t * step;
+        const S* q = p + t * step;
         for (int c = 0; c < CHANNELS; ++c) ss[c] += load(q + c * cs) * w;
     }
     for (int c = 0; c < CHANNELS; ++c) {
-#if DST_DTYPE == 2
-        dst[out + c * dc] = float_to_half((float)ss[c]);
-#else
-        dst[out + c * dc] = (float)ss[c];
-#endif
+        if constexpr (sizeof(D) == 2) {
+            dst[out + c * dc] = float_to_half((float)ss[c]);
+        } else {
+            dst[out + c * dc] = (float)ss[c];
+        }
     }
 #endif
+}
+
+// resample_px of a module's one pass: its source and destination types and flags.
+__device__ __forceinline__ void resample_pixel(
+    const src_t* p, long long step, long long cs, int count, const weight_t* __restrict__ k, long long ks,
+    dst_t* dst, long long out, long long dc, const dst_t* __restrict__ lut) {
+    resample_px<src_t, dst_t, PREMUL_IN != 0, UNPREMUL_OUT != 0>(p, step, cs, count, k, ks, dst, out, dc, lut);
 }
 
 // One pass along one axis, each thread reading its taps from global memory. AXIS 0: horizontal
@@ -341,4 +348,99 @@ extern "C" __global__ void resize_vertical_lut(
     const src_t* __restrict__ src, dst_t* __restrict__ dst, const long long* __restrict__ desc,
     const int* __restrict__ bounds, const weight_t* __restrict__ weights, const dst_t* __restrict__ lut) {
     resample_pass<1>(src, dst, desc, bounds, weights, lut);
+}
+
+// Both passes in one launch, for images Pillow resizes horizontally first: a block takes a tile
+// of TX output columns and TY output rows, runs the horizontal pass over the source rows the
+// tile's vertical taps read into shared memory (the intermediate, uint8 for 8-bit images as in
+// Pillow, float32 otherwise), then the vertical pass from there into the output. So the
+// intermediate image never goes to device memory, and a batch is one launch; tall tiles keep the
+// source rows that neighbouring tiles both read (their tap windows overlap) few. The results are
+// the two launches' byte for byte: the same resample_px, the same tables, the same order.
+//
+// rdesc[n * RDESC_LEN + field] (int64) for image n:
+//   R_SRC, R_SY, R_SX, R_SC   the source (as F_SRC .. F_SC)
+//   R_DST, R_DY, R_DX, R_DC   the output (as F_DST .. F_DC)
+//   R_OUT_W, R_OUT_H          the output's size (a crop window's)
+//   R_HTAB, R_HK, R_HI0, R_HROWS  the horizontal table (as F_TAB, F_KSIZE, F_I0, F_ROWS)
+//   R_VTAB, R_VK, R_VI0, R_VROWS  the vertical table
+//   R_TX, R_TY                the tile; the launcher keeps every tile's intermediate within
+//                             RESIZE_SMEM (a tile that would not fit returns without writing)
+#define RDESC_LEN 20
+#define R_SRC 0
+#define R_SY 1
+#define R_SX 2
+#define R_SC 3
+#define R_DST 4
+#define R_DY 5
+#define R_DX 6
+#define R_DC 7
+#define R_OUT_W 8
+#define R_OUT_H 9
+#define R_HTAB 10
+#define R_HK 11
+#define R_HI0 12
+#define R_HROWS 13
+#define R_VTAB 14
+#define R_VK 15
+#define R_VI0 16
+#define R_VROWS 17
+#define R_TX 18
+#define R_TY 19
+
+#ifndef RESIZE_SMEM
+#define RESIZE_SMEM 40960
+#endif
+
+#if SRC_DTYPE == 0
+typedef unsigned char inter_t;
+#else
+typedef float inter_t;
+#endif
+
+extern "C" __global__ void resize_hv(
+    const src_t* __restrict__ src, dst_t* __restrict__ dst, const long long* __restrict__ rdesc,
+    const int* __restrict__ hbounds, const weight_t* __restrict__ hweights, const int* __restrict__ vbounds,
+    const weight_t* __restrict__ vweights, const dst_t* __restrict__ lut) {
+    __shared__ double smem_hv[RESIZE_SMEM / sizeof(double)];
+    inter_t* inter = (inter_t*)smem_hv;
+    const long long* d = rdesc + (long long)blockIdx.z * RDESC_LEN;
+    const int out_w = (int)d[R_OUT_W], out_h = (int)d[R_OUT_H];
+    const int x0 = (int)blockIdx.x * (int)d[R_TX], y0 = (int)blockIdx.y * (int)d[R_TY];
+    // Every exit before the barrier is taken by the whole block alike.
+    if (x0 >= out_w || y0 >= out_h) return;
+    const int x1 = x0 + (int)d[R_TX] < out_w ? x0 + (int)d[R_TX] : out_w;
+    const int y1 = y0 + (int)d[R_TY] < out_h ? y0 + (int)d[R_TY] : out_h;
+    const long long vtab = d[R_VTAB], vi0 = d[R_VI0];
+    // The source rows [r0, r1) the tile's vertical taps read (Pillow's windows are monotonic).
+    const int r0 = vbounds[2 * (vtab + y0 + vi0)];
+    const int r1 = vbounds[2 * (vtab + y1 - 1 + vi0)] + vbounds[2 * (vtab + y1 - 1 + vi0) + 1];
+    const int cols = x1 - x0, rows = r1 - r0;
+    if ((long long)rows * cols * CHANNELS * (long long)sizeof(inter_t) > RESIZE_SMEM) return;
+    const int tid = threadIdx.y * blockDim.x + threadIdx.x;
+    const int nt = blockDim.x * blockDim.y;
+    const long long htab = d[R_HTAB], hi0 = d[R_HI0];
+    for (int e = tid; e < rows * cols; e += nt) {
+        const int r = e / cols;
+        const long long i = x0 + (e - r * cols) + hi0;
+        const int first = hbounds[2 * (htab + i)];
+        const int count = hbounds[2 * (htab + i) + 1];
+        const src_t* p = src + d[R_SRC] + (long long)(r0 + r) * d[R_SY] + (long long)first * d[R_SX];
+        resample_px<src_t, inter_t, PREMUL_IN != 0, false>(p, d[R_SX], d[R_SC], count, hweights + htab * d[R_HK] + i,
+                                                           d[R_HROWS], inter, (long long)e * CHANNELS, 1, nullptr);
+    }
+    __syncthreads();
+    const int out_rows = y1 - y0;
+    for (int e = tid; e < out_rows * cols; e += nt) {
+        const int yy = e / cols;
+        const int x = x0 + (e - yy * cols);
+        const int y = y0 + yy;
+        const long long i = y + vi0;
+        const int first = vbounds[2 * (vtab + i)];
+        const int count = vbounds[2 * (vtab + i) + 1];
+        const inter_t* p = inter + ((long long)(first - r0) * cols + (x - x0)) * CHANNELS;
+        resample_px<inter_t, dst_t, false, UNPREMUL_OUT != 0>(
+            p, (long long)cols * CHANNELS, 1, count, vweights + vtab * d[R_VK] + i, d[R_VROWS], dst,
+            d[R_DST] + (long long)y * d[R_DY] + (long long)x * d[R_DX], d[R_DC], lut);
+    }
 }

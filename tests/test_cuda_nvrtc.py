@@ -70,7 +70,7 @@ def _compile(source: str, name: str, defines: dict[str, int], arch: str) -> tupl
 def test_every_kernel_compiles_with_nvrtc(name):
     source = kernel_unit(name)  # after the sources it calls into, as the launcher compiles it
     entries = {
-        "resize.cu": [b"resize_horizontal", b"resize_vertical", b"resize_vertical_lut"],
+        "resize.cu": [b"resize_horizontal", b"resize_vertical", b"resize_vertical_lut", b"resize_hv"],
         "normalize.cu": [b"crop_normalize_u8"],
         "jpeg_idct.cu": [b"jpeg_idct", b"jpeg_color"],
         "jpeg_fused.cu": [b"jpeg_fused_h"],

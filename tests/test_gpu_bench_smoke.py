@@ -74,7 +74,7 @@ def test_gpu_bench_emulated_runs_every_part(tmp_path):
         jpeg["fastprep_gpu_kernels_s"]
     )
     # and the three-kernel path beside it, with the same batch
-    assert {"jpeg_idct", "jpeg_color", "resize_horizontal"} <= set(jpeg["fastprep_gpu_unfused_kernels_s"])
+    assert {"jpeg_idct", "jpeg_color", "resize_hv"} <= set(jpeg["fastprep_gpu_unfused_kernels_s"])
     assert jpeg["fastprep_gpu_unfused_s"] > 0 and jpeg["fastprep_gpu_fused_vs_unfused_max_diff"] == 0
     assert {"headers_s", "entropy_decoding_s", "upload_s"} <= set(jpeg["stages_cpu_entropy"])
     rows = {"fastprep_gpu", "fastprep_cpu"} | ({"torchvision_nvjpeg"} if "torchvision" not in allowed else set())
@@ -87,6 +87,7 @@ def test_gpu_bench_emulated_runs_every_part(tmp_path):
         r2 = res[size]
         assert r2["max_diff_vs_cpu"] == 0
         assert {"fastprep_gpu_s", "kernels_s", "effective_GBps", "kernels_s_h_shared_1"} <= set(r2)
+        assert {"kernels_s_two_launches", "essential_bytes_GBps"} <= set(r2) and r2["fused_one_launch"]
     assert res["ragged_mixed_to_224"]["images"] == 3
 
 

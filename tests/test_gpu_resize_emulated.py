@@ -36,11 +36,14 @@ def _cpu(img: np.ndarray, size: tuple[int, int], f: str) -> np.ndarray:
     return out if out.ndim == 3 else out[..., None]
 
 
-@pytest.fixture(params=[1, 0], ids=["shared", "global"])
+@pytest.fixture(params=[(True, 0), (False, 1), (False, 0)], ids=["fused", "shared", "global"])
 def h_shared(request, monkeypatch):
-    """Both forms of the horizontal pass (resize.cu's H_SHARED)."""
-    monkeypatch.setattr(fastprep.gpu.resize, "H_SHARED", request.param)
-    return request.param
+    """Each form of the passes: both in one launch (resize_hv), or two launches with each form of
+    the horizontal pass (resize.cu's H_SHARED)."""
+    fused, shared = request.param
+    monkeypatch.setattr(fastprep.gpu.resize, "FUSED", fused)
+    monkeypatch.setattr(fastprep.gpu.resize, "H_SHARED", shared)
+    return shared
 
 
 @pytest.mark.parametrize("f", FILTERS)
@@ -79,7 +82,9 @@ def test_nchw_layout():
     np.testing.assert_array_equal(got.transpose(0, 2, 3, 1), want)
 
 
-def test_ragged_batch_in_one_launch_per_pass():
+@pytest.mark.parametrize("fused", [True, False])
+def test_ragged_batch_in_one_launch_per_pass(fused, monkeypatch):
+    monkeypatch.setattr(fastprep.gpu.resize, "FUSED", fused)
     be = EmuBackend()
     # all horizontal-first under either Pillow's pass order
     images = [_img(h, w, 3, h + w) for h, w in ((40, 60), (31, 97), (224, 224), (12, 300), (47, 60))]
@@ -88,11 +93,12 @@ def test_ragged_batch_in_one_launch_per_pass():
     for i, img in enumerate(images):
         np.testing.assert_array_equal(got[i], _cpu(img, (64, 48), "bilinear"), err_msg=str(img.shape))
     kernels = [k for k, _, _ in be.launches]
-    assert kernels == ["resize_horizontal", "resize_vertical"], kernels  # one launch per pass
+    # one launch for both passes, or one launch per pass
+    assert kernels == (["resize_hv"] if fused else ["resize_horizontal", "resize_vertical"]), kernels
     assert be.launches[0][2][2] == 5  # grid z: every image
 
 
-def test_tall_images_and_mixed_pass_orders():
+def test_tall_images_and_mixed_pass_orders(h_shared):
     be = EmuBackend()
     images = [_img(700, 5, 3, 1), _img(50, 40, 3, 2), _img(40, 64, 3, 3)]
     got = fastprep.gpu_resize(images, (64, 40), filter="lanczos", backend=be)
@@ -101,9 +107,10 @@ def test_tall_images_and_mixed_pass_orders():
 
 
 @pytest.mark.parametrize("order", [12, 13])
-def test_pass_order_follows_the_cpu_path(order):
+def test_pass_order_follows_the_cpu_path(order, monkeypatch):
     """Pillow 13 runs the vertical pass first whenever the height shrinks by more than twice as
     many pixels as the width; the launch plan asks the CPU path's rule, under either order."""
+    monkeypatch.setattr(fastprep.gpu.resize, "FUSED", False)
     before = fastprep.pillow_order()
     try:
         fastprep.pillow_order(order)
@@ -121,10 +128,11 @@ def test_pass_order_follows_the_cpu_path(order):
 
 
 @pytest.mark.parametrize("layout", ["NHWC", "NCHW"])
-def test_spans_too_wide_for_shared_memory_read_global_memory(layout):
+def test_spans_too_wide_for_shared_memory_read_global_memory(layout, monkeypatch):
     """A block whose source span does not fit resize.cu's SMEM_BYTES (here a float32 row of 5000
     pixels shrunk to 9) falls back to global reads for that block; rows of odd byte lengths (uint8
     RGB, 37 pixels) start at every offset within a word in the staged copy."""
+    monkeypatch.setattr(fastprep.gpu.resize, "FUSED", False)  # the two-launch form's staging
     be = EmuBackend()
     wide = np.stack([_img(3, 5000, 3, 1, "float32")])
     narrow = np.stack([_img(19, 37, 3, 2)])
@@ -283,7 +291,8 @@ def test_rgba_is_checked_once_per_device_and_a_wrong_device_refuses_it(monkeypat
     assert fastprep.gpu.resize._RGBA_CHECKED == {7: True}
     n = len(good.launches)
     fastprep.gpu_resize(rgba, (16, 12), backend=good)
-    assert len(good.launches) == n + 2  # checked once: the second call launches its two passes only
+    # checked once: the second call launches its passes only (one launch for both, or two)
+    assert len(good.launches) == n + (1 if fastprep.gpu.resize.FUSED else 2)
     bad = _DeviceEmu(8, lose_unpremultiply=True)
     with pytest.raises(fastprep.DeviceUnavailableError, match="RGBA uint8"):
         fastprep.gpu_resize(rgba, (16, 12), backend=bad)
@@ -295,3 +304,26 @@ def test_rgba_is_checked_once_per_device_and_a_wrong_device_refuses_it(monkeypat
     np.testing.assert_array_equal(got[0], _cpu(rgb[0], (16, 12), "bilinear"))
     fastprep.gpu_resize(rgba.astype(np.float32), (16, 12), backend=bad)
     fastprep.gpu_resize(rgba, (16, 12), filter="nearest", backend=bad)
+
+
+@pytest.mark.parametrize("budget", [600, 4000])
+@pytest.mark.parametrize(("channels", "dtype"), [(3, "uint8"), (4, "uint8"), (3, "float16")])
+def test_one_launch_tiles_with_a_small_intermediate_budget(budget, channels, dtype, monkeypatch):
+    """resize_hv with many tiles in both axes: the launcher's budget (RESIZE_SMEM, here small)
+    cuts the output into narrow and short tiles, whose tap windows overlap their neighbours'."""
+    monkeypatch.setattr(fastprep.gpu.resize, "RESIZE_SMEM", budget)
+    be = EmuBackend()
+    img = _img(181, 203, channels, 9, dtype)
+    for f in ("bilinear", "lanczos"):
+        got = fastprep.gpu_resize(np.stack([img]), (45, 67), filter=f, backend=be)
+        np.testing.assert_array_equal(got[0], _cpu(img, (45, 67), f), err_msg=f)
+    desc = be.launches[-1]
+    assert desc[0] == "resize_hv" and desc[2][0] > 1 and desc[2][1] > 1, desc
+
+
+def test_one_launch_tiles_for_1080p():
+    # 1080p -> 224: 32 x 32 tiles in uint8 (164 source rows of 32 columns, 16 KiB); float32 RGBA
+    # intermediates are 16 bytes a pixel, so the tiles are shorter
+    tile = fastprep.gpu.resize._tile
+    assert tile("bilinear", True, 1080, 224, 0, 224, 224, 3) == (32, 32)
+    assert tile("bilinear", True, 1080, 224, 0, 224, 224, 16) == (32, 8)

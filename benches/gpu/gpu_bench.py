@@ -702,13 +702,29 @@ def _resize_bench(
     if peak:
         r["fraction_of_peak"] = moved / t / peak
         r["kernels_fraction_of_peak"] = moved / kt / peak
+    # the bytes any resize must move (the input read once, the output written): resize_hv keeps
+    # the intermediate in shared memory, so this is the figure to hold against the copy bandwidth
+    essential = base.nbytes + n * h * w * 3
+    r["essential_bytes_GBps"] = essential / t / 1e9
+    r["kernels_essential_bytes_GBps"] = essential / kt / 1e9
+    if peak:
+        r["kernels_essential_fraction_of_peak"] = essential / kt / peak
+    r["fused_one_launch"] = bool(gpu.resize.FUSED)
+    try:  # the two-launch form (intermediate in device memory), for comparison
+        gpu.resize.FUSED = False
+        r["kernels_s_two_launches"] = _kernel_time(call)
+        r["fastprep_gpu_s_two_launches"] = _gpu_time(call)
+    finally:
+        gpu.resize.FUSED = True
     before = gpu.resize.H_SHARED
     other = 1 - before
-    try:  # the other form of the horizontal pass (global reads / shared-memory staging)
+    try:  # the other form of the two-launch horizontal pass (global reads / shared-memory staging)
+        gpu.resize.FUSED = False
         gpu.resize.H_SHARED = other
         r[f"kernels_s_h_shared_{other}"] = _kernel_time(call)
         r[f"fastprep_gpu_s_h_shared_{other}"] = _gpu_time(call)
     finally:
+        gpu.resize.FUSED = True
         gpu.resize.H_SHARED = before
     if torch is not None and tv_resize is not None:
         tt = torch.from_dlpack(dev).permute(0, 3, 1, 2)  # NCHW view, as torchvision expects

@@ -23,3 +23,12 @@ extern "C" void launch_resize_vertical_lut(unsigned gx, unsigned gy, unsigned gz
                             (const dst_t*)lut);
     });
 }
+
+extern "C" void launch_resize_hv(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                                 const void* src, void* dst, const long long* rdesc, const int* hbounds,
+                                 const void* hweights, const int* vbounds, const void* vweights, const void* lut) {
+    emu_launch({gx, gy, gz}, {bx, by, bz}, [&] {
+        resize_hv((const src_t*)src, (dst_t*)dst, rdesc, hbounds, (const weight_t*)hweights, vbounds,
+                  (const weight_t*)vweights, (const dst_t*)lut);
+    });
+}

@@ -25,6 +25,13 @@ _DTYPES = {"uint8": 0, "float32": 1, "float16": 2}
 # Both forms have since changed (tap-major weights, word-wise staging) and were not timed on a
 # GPU again; the GPU check times both, and the tests run both.
 H_SHARED = 0
+# Both passes of an image Pillow resizes horizontally first in one launch (resize.cu's resize_hv:
+# the intermediate in shared memory, never in device memory), or two launches (False). Both are
+# exact; the tests run both, the GPU check times both.
+FUSED = True
+# resize.cu's RESIZE_SMEM: the shared memory a resize_hv block's intermediate may take.
+RESIZE_SMEM = 40960
+RDESC_LEN = 20
 
 
 @functools.lru_cache(maxsize=512)
@@ -121,6 +128,8 @@ class _Launch:
     weights: Any
     src: int
     dst: int
+    # resize_hv's vertical table, bounds and weights (the ones above are the horizontal pass's)
+    more: tuple[Any, ...] = ()
 
 
 class _ResizeJob(NamedTuple):
@@ -176,7 +185,7 @@ def run_resize(
         tuple(images), channels, dtype, tuple(targets), tuple(windows), filter, antialias, tuple(out_images)
     )
     # the pass order rule the plan asks for (fastprep.pillow_order) is part of the key too
-    key = (type(backend).__name__, getattr(backend, "device_id", None), int(_core.pillow_order(None)), job)
+    key = (type(backend).__name__, getattr(backend, "device_id", None), int(_core.pillow_order(None)), FUSED, job)
     with _PLANS_LOCK:
         plan = _PLANS.get(key)
         if plan is not None:
@@ -195,7 +204,7 @@ def run_resize(
         src = flat if ln.src == -1 else temps[ln.src]
         dst = out if ln.dst == -2 else temps[ln.dst]
         defines = dict(ln.defines, H_SHARED=H_SHARED)  # read at each call: the tests switch it
-        backend.launch(source, defines, ln.kernel, ln.grid, (src, dst, ln.desc, ln.bounds, ln.weights))
+        backend.launch(source, defines, ln.kernel, ln.grid, (src, dst, ln.desc, ln.bounds, ln.weights, *ln.more))
 
 
 def _plan_resize(backend: Backend, job: _ResizeJob) -> _ResizePlan:
@@ -267,6 +276,11 @@ def _plan_resize(backend: Backend, job: _ResizeJob) -> _ResizePlan:
                         ],
                     )
                 )
+        if FUSED and order == "hv" and need_h and need_v:
+            fused = _fused_launch(backend, srcs, dsts, passes, channels, code, premul, filter, antialias)
+            if fused is not None:
+                launches.append(fused)
+                continue
         # A vertical pass straight from the source reads only the window's columns; after a
         # horizontal pass the columns are already the window's.
         cur = -1
@@ -315,6 +329,84 @@ def _plan_resize(backend: Backend, job: _ResizeJob) -> _ResizePlan:
                 for im, part, src in zip(nxt_imgs, parts, srcs, strict=True)
             ]
     return _ResizePlan(tuple(copies), tuple(temps), tuple(launches))
+
+
+def _tile(filter: str, antialias: bool, h: int, th: int, y: int, ch: int, cw: int, isz: int) -> tuple[int, int] | None:
+    """resize_hv's tile (columns, rows) for one image: the tallest whose intermediate (the source
+    rows its vertical taps read, times its columns) fits RESIZE_SMEM, 32 columns wide (a warp)
+    where that fits; None where not even a one-row tile of one column does."""
+    import numpy as np
+
+    _, b, _ = _axis(h, th, filter, True, antialias)
+    pairs = np.frombuffer(b, dtype=np.int32).reshape(-1, 2)
+    for tx in sorted({min(cw, 32), min(cw, 8), 1}, reverse=True):
+        for ty in (32, 16, 8, 4, 2, 1):
+            y0 = np.arange(0, ch, ty)
+            y1 = np.minimum(y0 + ty, ch)
+            rows = pairs[y1 - 1 + y, 0] + pairs[y1 - 1 + y, 1] - pairs[y0 + y, 0]
+            if int(rows.max()) * tx * isz <= RESIZE_SMEM:
+                return tx, ty
+    return None
+
+
+def _fused_launch(
+    backend: Backend,
+    srcs: list[_Image],
+    dsts: list[_Image],
+    passes: list[tuple[int, list[_Pass]]],
+    channels: int,
+    code: int,
+    premul: bool,
+    filter: str,
+    antialias: bool,
+) -> _Launch | None:
+    """The resize_hv launch of a group's horizontal + vertical passes, or None when an image has
+    no tile that fits (the group then takes two launches)."""
+    import numpy as np
+
+    (_, hparts), (_, vparts) = passes
+    fixed = code == 0
+    isz = channels * (1 if fixed else 4)
+    tiles = []
+    for s_, vp in zip(srcs, vparts, strict=True):
+        tile = _tile(filter, antialias, s_.h, vp.table_out, vp.i0, vp.out_h, vp.out_w, isz)
+        if tile is None:
+            return None
+        tiles.append(tile)
+    hdesc, hb, hw, _ = _plan_pass(srcs, dsts, 0, hparts, filter, fixed, antialias)
+    vdesc, vb, vw, _ = _plan_pass(srcs, dsts, 1, vparts, filter, fixed, antialias)
+    rdesc = np.zeros((len(srcs), RDESC_LEN), np.int64)
+    rdesc[:, :8] = hdesc[:, :8]  # source and output offsets and strides
+    rdesc[:, 8] = [p.out_w for p in vparts]
+    rdesc[:, 9] = [p.out_h for p in vparts]
+    rdesc[:, 10:14] = hdesc[:, 11:15]  # table, taps per index, first index, table length
+    rdesc[:, 14:18] = vdesc[:, 11:15]
+    rdesc[:, 18:20] = tiles
+    grid = (
+        max(-(-p.out_w // t[0]) for p, t in zip(vparts, tiles, strict=True)),
+        max(-(-p.out_h // t[1]) for p, t in zip(vparts, tiles, strict=True)),
+        len(srcs),
+    )
+    defines = {
+        "CHANNELS": channels,
+        "SRC_DTYPE": code,
+        "DST_DTYPE": code,
+        "PREMUL_IN": int(premul),
+        "UNPREMUL_OUT": int(premul),
+    }
+    # no normalize table here: a one-element stand-in for the kernel's `lut` argument
+    lut = backend.asarray(np.zeros(1, {0: np.uint8, 1: np.float32, 2: np.float16}[code]))
+    return _Launch(
+        "resize_hv",
+        tuple(sorted(defines.items())),
+        grid,
+        backend.asarray(rdesc),
+        backend.asarray(hb),
+        backend.asarray(hw),
+        -1,
+        -2,
+        (backend.asarray(vb), backend.asarray(vw), lut),
+    )
 
 
 def _shift(im: _Image, x: int, y: int) -> _Image:
