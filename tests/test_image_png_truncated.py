@@ -278,16 +278,35 @@ def test_bit_flips_in_the_streams_last_bytes_match_pillow(size):
     assert decoded > 0
 
 
-def test_known_difference_error_at_the_end_of_the_chunk_that_completes_the_image():
-    """README, "Known, not yet matched": the stream's last rows end a data chunk, followed by a
-    bad block header in that chunk's last byte; Pillow's zlib reads that byte and refuses the
-    file, fastprep's inflater stops at the chunk's end with the image complete. The pixels are
-    the image's own (what Pillow gives without the bad byte); this test fails once it is matched."""
+def test_error_at_the_end_of_the_chunk_that_completes_the_image():
+    """The stream's last rows end a data chunk, followed by a bad block header in that chunk's last
+    byte, the stream's end (a block end and the Adler-32) in a chunk of its own: Pillow's zlib
+    reads that byte and refuses the file, and so does fastprep (the crate's inflater stops at the
+    chunk's end with the image complete; a short last data chunk sends the file to Pillow's
+    reading). The same split with the byte intact decodes, with the image's own pixels."""
     head, stream = parts(odd.png(odd.photo(7, 5)))
     co = zlib.compressobj(6)
     s = bytearray(co.compress(zlib.decompress(stream)) + co.flush(zlib.Z_SYNC_FLUSH) + co.flush())
     good = with_data(head, bytes(s))
+    split = with_data(head, bytes(s[:-5]), bytes(s[-5:]))
+    np.testing.assert_array_equal(fastprep.decode(split, mode="RGBA"), pillow(good))
+    assert same_as_pillow(split)
     s[-6] ^= 4  # the final block's header byte (fixed Huffman) becomes BTYPE=3, reserved
     bad = with_data(head, bytes(s[:-5]), bytes(s[-5:]))
     assert pillow(bad) is None
-    np.testing.assert_array_equal(fastprep.decode(bad, mode="RGBA"), pillow(good))
+    with pytest.raises(DecodeError):
+        fastprep.decode(bad, mode="RGBA")
+    assert not same_as_pillow(bad)  # refused by both: nothing decoded
+
+
+@pytest.mark.parametrize("tail", [1, 4, 9])
+def test_bit_flips_before_a_stream_end_in_its_own_chunk_match_pillow(tail):
+    """Every bit of the 12 bytes before a cut that leaves the stream's last `tail` bytes in a
+    chunk of their own: Pillow's verdict and pixels each time."""
+    head, stream = parts(odd.png(odd.photo(7, 5)))
+    for s in _tail_streams(zlib.decompress(stream)):
+        for pos in range(max(2, len(s) - tail - 12), len(s) - tail):
+            for bit in range(8):
+                d = bytearray(s)
+                d[pos] ^= 1 << bit
+                same_as_pillow(with_data(head, bytes(d[:-tail]), bytes(d[-tail:])))

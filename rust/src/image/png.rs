@@ -359,7 +359,15 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
     let first = (!short && !walk.data_cut)
         .then(|| decode_with_crate(data, &walk, palette, None, max_pixels));
     let raw = match first {
-        Some(Ok(raw)) => raw,
+        Some(Ok(raw)) => {
+            if stream_end_in_a_later_chunk(&walk) {
+                // Pillow's zlib reads on past the last row to the end of its piece, where the
+                // crate's inflater stops with the image complete: its reading has the verdict.
+                let layout = walk.layout(walk.width as u64, walk.height as u64);
+                png_idat::pillow_rows(data, &walk.data, false, &layout)?;
+            }
+            raw
+        }
         Some(Err(Failure::Refused(e))) => return Err(e),
         None | Some(Err(Failure::ImageData(_))) => {
             // Where the crate refuses the image data, Pillow may still decode it: its reading
@@ -380,6 +388,22 @@ pub fn decode(data: &[u8], max_pixels: Option<u64>) -> Result<PngOut, DecodeErro
         }
     };
     Ok(PngOut { raw, orientation })
+}
+
+/// The most bytes of a zlib stream that follow its last row's data in a data chunk of their own
+/// for `stream_end_in_a_later_chunk`: zlib's own tail is at most a sync flush's empty stored
+/// block (5 bytes), the final block's header and end (3) and the Adler-32 (4).
+const STREAM_TAIL: usize = 64;
+
+/// Whether the image data may end (its last rows) in a data chunk before the one that holds the
+/// stream's end: more than one chunk, the last no longer than a stream's tail. There the crate's
+/// inflater (fdeflate) stops at the end of the chunk that completes the image, and does not read
+/// the rest of the stream, which Pillow's zlib reads up to its piece's end (a broken block header
+/// or end there refuses the file). `png_idat` then decides, for these few files: decoding every
+/// multi-chunk PNG a second time would double most PNGs' inflate cost (libpng writes 8 KiB
+/// chunks), where zlib-made streams put at most `STREAM_TAIL` bytes after the last row.
+fn stream_end_in_a_later_chunk(walk: &Walk) -> bool {
+    walk.data.len() >= 2 && walk.data.last().is_some_and(|c| c.len <= STREAM_TAIL)
 }
 
 /// Why the crate did not decode a PNG: for a reason Pillow refuses it too, or in its image

@@ -14,17 +14,13 @@
 //!
 //! zlib decodes past a full row until the next symbol that needs output (block ends, block
 //! headers, the checksum) when that input is in the piece it was given: so Pillow checks the
-//! Adler-32 only where the stream's end is in the same piece as the image's last byte. miniz's
-//! inflater is given one byte of room past the image to do the same; it decodes each symbol as
-//! soon as its bits are in, as zlib does (fdeflate, the crate's, waits for more at the end).
+//! Adler-32 only where the stream's end is in the same piece as the image's last byte. The
+//! inflater here is zlib's own state machine (zlib-rs), given exactly the image's room, so it
+//! stops where zlib stops and reports what zlib reports on the way (a match whose distance
+//! reaches before the stream's start, say, only once it has room to copy it).
 use super::alloc::AllocError;
 use super::decode::DecodeError;
-use miniz_oxide::inflate::core::inflate_flags::{
-    TINFL_FLAG_HAS_MORE_INPUT, TINFL_FLAG_PARSE_ZLIB_HEADER,
-    TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF,
-};
-use miniz_oxide::inflate::core::{decompress, DecompressorOxide};
-use miniz_oxide::inflate::TINFLStatus;
+use flate2::{Decompress, FlushDecompress, Status};
 
 /// `ImageFile.MAXBLOCK`: the most Pillow reads of a chunk for one call of its decoder.
 const PIECE: usize = 65_536;
@@ -128,7 +124,7 @@ fn rows_done(out: &[u8], end: usize, layout: &Layout) -> Result<bool, DecodeErro
 
 /// A zlib stream inflated as its data comes.
 struct Inflater {
-    z: Box<DecompressorOxide>,
+    z: Decompress,
     done: bool,
 }
 
@@ -140,14 +136,8 @@ fn inflate(
     pos: &mut usize,
     cap: usize,
 ) -> Result<(), DecodeError> {
-    let flags = TINFL_FLAG_PARSE_ZLIB_HEADER
-        | TINFL_FLAG_HAS_MORE_INPUT
-        | TINFL_FLAG_USING_NON_WRAPPING_OUTPUT_BUF;
     loop {
-        if *pos == out.len() {
-            if out.len() >= cap {
-                return Ok(());
-            }
+        if *pos == out.len() && out.len() < cap {
             let len = out.len().max(PIECE).saturating_mul(2).min(cap);
             out.try_reserve_exact(len - out.len()).map_err(|_| {
                 DecodeError::NoMemory(format!(
@@ -157,21 +147,31 @@ fn inflate(
             })?;
             out.resize(len, 0);
         }
-        let (status, used, written) = decompress(&mut z.z, input, out, *pos, flags);
+        let (in0, out0) = (z.z.total_in(), z.z.total_out());
+        let status =
+            z.z.decompress(input, &mut out[*pos..], FlushDecompress::None);
+        // Both counts are at most the slices' lengths.
+        let used = usize::try_from(z.z.total_in() - in0).unwrap_or(input.len());
+        let written = usize::try_from(z.z.total_out() - out0).unwrap_or(0);
         input = &input[used..];
         *pos += written;
         match status {
-            TINFLStatus::Done => {
+            Ok(Status::StreamEnd) => {
                 z.done = true;
                 return Ok(());
             }
-            TINFLStatus::HasMoreOutput if *pos == out.len() => {}
-            TINFLStatus::NeedsMoreInput | TINFLStatus::HasMoreOutput => return Ok(()),
-            e => {
+            // Out of room below the cap: grow and go on; else zlib wants more input, or room
+            // past the image (where Pillow stops).
+            Ok(Status::Ok | Status::BufError) => {
+                if !(*pos == out.len() && out.len() < cap && (used > 0 || written > 0)) {
+                    return Ok(());
+                }
+            }
+            Err(e) => {
                 return Err(DecodeError::Corrupt(
                     "PNG",
                     format!(
-                        "broken zlib stream in the image data: {e:?} (Pillow: \"broken data \
+                        "broken zlib stream in the image data: {e} (Pillow: \"broken data \
                          stream\")"
                     ),
                 ))
@@ -194,7 +194,7 @@ pub(super) fn pillow_rows(
         .and_then(|t| usize::try_from(t).ok())
         .ok_or_else(|| DecodeError::Resources("the PNG's rows do not fit in memory".into()))?;
     let mut z = Inflater {
-        z: Box::default(),
+        z: Decompress::new(true),
         done: false,
     };
     let mut out = Vec::new();
@@ -216,7 +216,7 @@ pub(super) fn pillow_rows(
                 ));
             };
             let before = pos;
-            if let Err(e) = inflate(&mut z, piece, &mut out, &mut pos, total.saturating_add(1)) {
+            if let Err(e) = inflate(&mut z, piece, &mut out, &mut pos, total) {
                 // Rows completed before the zlib error are checked first.
                 rows_done(&out, pos.min(total), layout)?;
                 return Err(e);
