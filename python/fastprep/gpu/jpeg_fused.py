@@ -100,19 +100,13 @@ def _tiling(
         org = first - ((first - (h if flipy else 0)) % rows)
         max_nby = [0] * len(planes)
         max_rows = 0
-        oy0 = first
-        k = 0
-        while oy0 < last:
-            oy0 = max(first, org + k * rows)
-            oy1 = min(last, org + (k + 1) * rows)
-            if oy0 >= last:
-                break
+        for k in range(-(-(last - org) // rows)):  # the strips, as the kernel's grid y
+            oy0, oy1 = max(first, org + k * rows), min(last, org + (k + 1) * rows)
             dy0, dy1 = (h - oy1, h - oy0) if flipy else (oy0, oy1)
             max_rows = max(max_rows, oy1 - oy0)
             for c, (s, _, dh, mode, _, vy) in enumerate(planes):
                 a, z = _axis_range(_row_kind(mode), vy, dy0, dy1, dh)
                 max_nby[c] = max(max_nby[c], (z - 1) // s + 1 - a // s)
-            k += 1
         tx = out_w
         while True:
             max_nbx = [0] * len(planes)
