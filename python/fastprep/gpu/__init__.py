@@ -7,7 +7,10 @@ equals ``fastprep.resize``, and so Pillow's, byte for byte for uint8. Baseline J
 compressed and are entropy-decoded on the GPU into libjpeg-turbo's exact coefficients
 (``cuda/jpeg_entropy.cu``), the others by libjpeg-turbo on the CPU; kernels that follow
 libjpeg-turbo's integer IDCT and upsampling exactly (``cuda/jpeg_idct.cu``) decode them, so
-``preprocess(device="cuda")`` equals the CPU pipeline too.
+``preprocess(device="cuda")`` equals the CPU pipeline too. Most JPEGs are decoded and resized
+horizontally by one kernel per row strip in shared memory (``cuda/jpeg_fused.cu``), and the
+resize's two passes run as one launch (``resize_hv``): no full-size image or intermediate is
+written to device memory.
 
 Everything runs on the caller's current CuPy stream; the result is a CuPy array (DLPack-exportable,
 so ``torch.from_dlpack(out)`` shares it). Nothing goes back to the host but one status word per
@@ -18,13 +21,18 @@ independently of the array library, so the tests run the very same plan through 
 of the kernels (tests/cuda_emu.py) on machines without a GPU.
 
 One module per kernel file of ``cuda/`` (``resize``, ``normalize``, ``jpeg_idct``,
-``jpeg_entropy``), ``backend`` (CuPy, pinned staging) and ``preprocess`` (the batch plan).
+``jpeg_entropy``, ``jpeg_fused``), ``backend`` (CuPy, pinned staging) and ``preprocess`` (the
+batch plan).
 """
 
 from __future__ import annotations
 
+from . import jpeg_fused as jpeg_fused
+from . import resize as resize
+
 # The public names, and (as explicit re-exports) what the tests and benchmarks reach; the mutable
-# settings live in their modules: resize.H_SHARED, resize._RGBA_CHECKED, jpeg_idct.MAX_GRID_Z.
+# settings live in their modules: resize.H_SHARED, resize.FUSED, resize._RGBA_CHECKED,
+# jpeg_fused.ENABLED, jpeg_idct.MAX_GRID_Z.
 from .backend import BLOCK as BLOCK
 from .backend import Backend as Backend
 from .backend import CupyBackend as CupyBackend
