@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -60,8 +61,15 @@ def _python_ids(line: bytes, fmt: str) -> list[int] | None:
     return TOK.encode(text, add_special_tokens=False).ids
 
 
+def _encode_lines(lines: list[bytes], field: str | None) -> tuple[object, object, list[int]]:
+    """``encode_lines_flat`` over ``lines`` laid end to end in one block."""
+    ends = np.cumsum([len(x) for x in lines], dtype=np.uint64)
+    starts = ends - np.array([len(x) for x in lines], dtype=np.uint64)
+    return TOK._core.encode_lines_flat(b"".join(lines), starts, ends, field, False, None)
+
+
 def _check(lines: list[bytes], fmt: str) -> None:
-    ids_b, lens_b, left = TOK._core.encode_lines_flat(lines, "text" if fmt == "jsonl" else None, False, None)
+    ids_b, lens_b, left = _encode_lines(lines, "text" if fmt == "jsonl" else None)
     ids = np.frombuffer(ids_b, dtype="<u4")
     lens = np.frombuffer(lens_b, dtype="<u8")
     assert lens.size == len(lines)
@@ -77,7 +85,7 @@ def _check(lines: list[bytes], fmt: str) -> None:
 
 def test_odd_json_lines_read_as_python_reads_them() -> None:
     _check(ODD_JSON, "jsonl")
-    _, _, left = TOK._core.encode_lines_flat(ODD_JSON, "text", False, None)
+    _, _, left = _encode_lines(ODD_JSON, "text")
     # The lines Rust reads itself: everything valid and plain (not the rare ones Python re-reads).
     read_in_rust = [ODD_JSON[i] for i in range(len(ODD_JSON)) if i not in left]
     assert b'{"text": "first", "text": "last wins"}' in read_in_rust
@@ -111,6 +119,68 @@ def test_generated_json_lines(rows: list[tuple[dict[str, object], bool]]) -> Non
 def test_a_batch_of_many_lines_runs_on_the_pool() -> None:
     lines = [json.dumps({"text": f"document {i} " * (i % 7)}).encode() for i in range(500)]
     _check(lines, "jsonl")
+
+
+def _python_records(data: bytes, fmt: str) -> list[tuple[int, int, int]]:
+    """(start, end, line) of each record as a loop over the file's lines finds them."""
+    out, pos = [], 0
+    for n, line in enumerate(_lf_lines(data)):
+        blank = line.isspace() and (fmt == "jsonl" or not line.rstrip(b"\r\n"))
+        if line and not blank:
+            out.append((pos, pos + len(line), n))
+        pos += len(line)
+    return out
+
+
+def _lf_lines(data: bytes) -> list[bytes]:
+    """The lines a binary file's ``for line in f`` gives: cut after each b"\\n" only."""
+    parts = data.split(b"\n")
+    lines = [p + b"\n" for p in parts[:-1]]
+    return lines + ([parts[-1]] if parts[-1] else [])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from([b"x", b" ", b"\t", b"\r", b"\n", b"\x0b", b"\x0c", b"{}", b"\xe9"]), max_size=40))
+def test_line_spans_find_the_records_pythons_line_loop_finds(pieces: list[bytes]) -> None:
+    data = b"".join(pieces)
+    for fmt in ("jsonl", "text"):
+        starts, ends, lines, count = fastprep._core.line_spans(data, fmt == "jsonl")
+        found = list(
+            zip(
+                np.frombuffer(starts, "<u8").tolist(),
+                np.frombuffer(ends, "<u8").tolist(),
+                np.frombuffer(lines, "<u8").tolist(),
+                strict=True,
+            )
+        )
+        assert found == _python_records(data, fmt), (data, fmt)
+        assert count == len(_lf_lines(data))
+
+
+def test_spans_outside_the_block_are_refused() -> None:
+    with pytest.raises(ValueError, match="outside the block"):
+        TOK._core.encode_lines_flat(b"abc", np.array([0], np.uint64), np.array([4], np.uint64), None, False, None)
+    with pytest.raises(ValueError, match="differ in length"):
+        TOK._core.encode_lines_flat(b"abc", np.array([0, 1], np.uint64), np.array([1], np.uint64), None, False, None)
+
+
+@pytest.mark.parametrize("block_bytes", [1, 7, 64, 1 << 20])
+def test_the_output_does_not_depend_on_where_blocks_end(tmp_path: Path, block_bytes: int) -> None:
+    """Blocks end at the next line break after ``batch_bytes``: the documents, their lines and
+    byte offsets, and the errors are the same for any block size (blank lines, a long line, a
+    last line without a line break)."""
+    body = b'{"text": "a"}\n\n  \n{"text": "' + b"long " * 50 + b'"}\r\n{bad\n\t\n{"text": "end"}'
+    src = tmp_path / "a.jsonl"
+    src.write_bytes(body)
+    out = tmp_path / f"out{block_bytes}"
+    run_tokenize(TokenizeSettings([str(src)], str(bert_file()), str(out), batch_bytes=block_bytes, progress=False))
+    table = pq.read_table(sorted(out.glob("shard-*.parquet"))[0])
+    assert table.column("index").to_pylist() == [1, 4, 7]
+    assert table.column("input_ids").to_pylist() == [
+        TOK.encode(t, add_special_tokens=False).ids for t in ["a", "long " * 50, "end"]
+    ]
+    errors = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()]
+    assert [(e["line"], e["offset"]) for e in errors] == [(5, body.index(b"{bad"))]
 
 
 def test_the_job_keeps_the_lines_python_reads_and_reports_the_bad(tmp_path: Path) -> None:

@@ -38,6 +38,46 @@ pub fn line_text<'a>(line: &'a [u8], format: &LineFormat) -> Option<Cow<'a, str>
     }
 }
 
+/// The records of a block of whole lines of an input file, found as the job's Python line loop
+/// found them: a line ends after its b'\n' (or at the block's end), and a blank line is no record
+/// (JSONL: a line of ASCII white space only, as `bytes.isspace()` counts it; text: a line of line
+/// breaks only). Python cuts the file into blocks and shards with these, with no object per line.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Spans {
+    /// Each record's first byte in the block.
+    pub starts: Vec<u64>,
+    /// Each record's end (its line break included).
+    pub ends: Vec<u64>,
+    /// Each record's line, 0-based, counting blank lines.
+    pub lines: Vec<u64>,
+    /// The block's lines, blank ones included.
+    pub line_count: u64,
+}
+
+#[must_use]
+pub fn record_spans(block: &[u8], format: &LineFormat) -> Spans {
+    let mut spans = Spans::default();
+    let mut start = 0;
+    while start < block.len() {
+        let end = memchr::memchr(b'\n', &block[start..]).map_or(block.len(), |i| start + i + 1);
+        let line = &block[start..end];
+        let blank = match format {
+            LineFormat::Json { .. } => line
+                .iter()
+                .all(|&b| matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)),
+            LineFormat::Text => line.iter().all(|&b| b == b'\n' || b == b'\r'),
+        };
+        if !blank {
+            spans.starts.push(start as u64);
+            spans.ends.push(end as u64);
+            spans.lines.push(spans.line_count);
+        }
+        spans.line_count += 1;
+        start = end;
+    }
+    spans
+}
+
 fn json_field<'a>(line: &'a str, field: &str) -> Option<Cow<'a, str>> {
     let mut de = serde_json::Deserializer::from_str(line);
     let found = de::Deserializer::deserialize_map(&mut de, FieldOf(field)).ok()?;
@@ -184,6 +224,24 @@ mod tests {
             }
         )
         .is_none());
+    }
+
+    #[test]
+    fn blank_lines_are_no_records() {
+        let json = LineFormat::Json { field: "t".into() };
+        let block = b"{}\n \t\x0b\x0c\r\n\n{}\r\n\r\n{}";
+        let s = record_spans(block, &json);
+        assert_eq!(s.starts, [0, 10, 16]);
+        assert_eq!(s.ends, [3, 14, 18]);
+        assert_eq!(s.lines, [0, 3, 5]);
+        assert_eq!(s.line_count, 6);
+        // In a text file a line of spaces is a document; only line breaks make a blank line.
+        let s = record_spans(b" \n\r\n\nx", &LineFormat::Text);
+        assert_eq!(
+            (s.starts, s.ends, s.lines, s.line_count),
+            (vec![0, 5], vec![2, 6], vec![0, 3], 4)
+        );
+        assert_eq!(record_spans(b"", &LineFormat::Text), Spans::default());
     }
 
     #[test]

@@ -9,23 +9,9 @@ from __future__ import annotations
 import glob
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Record", "expand_inputs", "input_format", "parse_line", "read_records"]
-
-
-@dataclass(slots=True)
-class Record:
-    """One input record: ``text``, or ``error`` (reason) when it cannot be used; with
-    ``read_records(raw=True)``, a JSONL or text line is read later, from ``raw``."""
-
-    index: int  # line number (1-based) for text and JSONL, row number (0-based) for Parquet
-    offset: int  # byte offset of the line (text, JSONL); -1 for Parquet
-    text: str | None
-    error: str | None = None
-    nbytes: int = 0
-    raw: bytes | None = None  # the line, line break included, not parsed yet
+__all__ = ["expand_inputs", "input_format", "parquet_texts", "parse_line", "read_blocks", "whole_file"]
 
 
 def expand_inputs(patterns: Sequence[str]) -> list[Path]:
@@ -62,31 +48,6 @@ def input_format(path: Path, forced: str | None = None) -> str:
     return "text"
 
 
-def read_records(
-    path: Path, fmt: str, text_field: str, doc_per: str = "line", *, raw: bool = False
-) -> Iterator[Record]:
-    """The file's records in order. With ``raw``, JSONL and text lines come unparsed (``text``
-    None, ``raw`` the line): the tokenize job reads them in Rust, off the GIL, and hands back
-    to ``parse_line`` only the lines it cannot certainly read as Python does."""
-    if fmt == "parquet":
-        yield from _parquet(path, text_field)
-    elif fmt in ("jsonl", "text") and (fmt == "jsonl" or doc_per == "line"):
-        for n, offset, line in _lines(path):
-            # A blank line is no record. isspace() answers at a line's first byte that is not
-            # white space, with no copy (strip() copied every line: 20 MB per 20 MB read).
-            if not line or (line.isspace() and (fmt == "jsonl" or not line.rstrip(b"\r\n"))):
-                continue
-            if raw:
-                yield Record(n, offset, None, None, len(line), line)
-            else:
-                text, error = parse_line(line, fmt, text_field)
-                yield Record(n, offset, text, error, len(line))
-    elif fmt == "text":
-        yield from _text_file(path)
-    else:
-        raise ValueError(f"unknown input format {fmt!r}: use jsonl, parquet or text")
-
-
 def parse_line(line: bytes, fmt: str, field: str) -> tuple[str | None, str | None]:
     """A JSONL or text line's (text, None), or (None, the reason it is not a record)."""
     if fmt == "text":
@@ -109,42 +70,45 @@ def parse_line(line: bytes, fmt: str, field: str) -> tuple[str | None, str | Non
     return value, None
 
 
-def _lines(path: Path) -> Iterator[tuple[int, int, bytes]]:
+def read_blocks(path: Path, size: int) -> Iterator[tuple[int, bytes]]:
+    """The file as blocks of whole lines, ``(byte offset, bytes)``: ``size`` bytes each, then on
+    to the end of the line they cut (one copy of the line's tail; a line longer than ``size`` makes
+    a longer block). The tokenize job finds the records in a block in Rust (``line_spans``), with
+    no Python object per line."""
     offset = 0
-    with open(path, "rb", buffering=1 << 20) as f:
-        for n, raw in enumerate(f, start=1):
-            yield n, offset, raw
-            offset += len(raw)
+    with open(path, "rb") as f:
+        while block := f.read(size):
+            if not block.endswith(b"\n"):
+                block += f.readline()
+            yield offset, block
+            offset += len(block)
 
 
-def _text_file(path: Path) -> Iterator[Record]:
-    """``--doc-per file``: the whole file is one document."""
+def whole_file(path: Path) -> tuple[str | None, str | None, int]:
+    """``--doc-per file``: the whole file as one document, ``(text, error, bytes)``."""
     raw = path.read_bytes()
     try:
-        yield Record(1, 0, raw.decode("utf-8"), None, len(raw))
+        return raw.decode("utf-8"), None, len(raw)
     except UnicodeDecodeError as e:
-        yield Record(1, 0, None, f"invalid UTF-8 at byte {e.start}", len(raw))
+        return None, f"invalid UTF-8 at byte {e.start}", len(raw)
 
 
-def _parquet(path: Path, field: str) -> Iterator[Record]:
+def parquet_texts(path: Path, field: str) -> Iterator[tuple[str | None, str | None, int]]:
+    """A Parquet file's rows in order, each ``(text, error, bytes)``."""
     import pyarrow.parquet as pq
 
     pf = pq.ParquetFile(path)
     if field not in pf.schema_arrow.names:
         raise ValueError(f"{path} has no column {field!r} (columns: {', '.join(pf.schema_arrow.names)})")
-    row = 0
     for batch in pf.iter_batches(columns=[field], batch_size=8192):
-        col = batch.column(0)
-        for value in col.to_pylist():
+        for value in batch.column(0).to_pylist():
             if isinstance(value, bytes):
                 try:
                     value = value.decode("utf-8")
                 except UnicodeDecodeError as e:
-                    yield Record(row, -1, None, f"invalid UTF-8 at byte {e.start}", len(value))
-                    row += 1
+                    yield None, f"invalid UTF-8 at byte {e.start}", len(value)
                     continue
             if isinstance(value, str):
-                yield Record(row, -1, value, None, len(value))
+                yield value, None, len(value)
             else:
-                yield Record(row, -1, None, f"missing field {field!r}" if value is None else "not a string", 0)
-            row += 1
+                yield None, f"missing field {field!r}" if value is None else "not a string", 0

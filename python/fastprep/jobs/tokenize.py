@@ -2,7 +2,7 @@
 
 Each input file is cut into shards of ``docs_per_shard`` records (counted in the file, bad records
 included), so a shard's content depends only on its file and the settings. Three threads form a
-pipeline: reading (lines as bytes, or Parquet rows), tokenizing (one Rust call per batch, GIL
+pipeline: reading (blocks of lines, or Parquet rows: ``batches``), tokenizing (one Rust call per batch, GIL
 released, on fastprep's thread pool; JSONL and text lines are parsed there too, in parallel, with
 no Python str per document) and writing; the GIL is free while the tokenizer runs, so reading
 and writing overlap it. Batches end at ``batch_size`` documents or ``batch_bytes`` of input.
@@ -23,9 +23,10 @@ from typing import Any
 from .. import _core
 from .._core import __version__
 from ..tokenizer import Tokenizer
+from .batches import Batch, file_batches
 from .shards import TMP_SUFFIX, Manifest, atomic_file, crash_point, remove_temporaries, sync_some, write_errors
 from .stats import JobStats, Progress
-from .text_inputs import Record, expand_inputs, input_format, parse_line, read_records
+from .text_inputs import expand_inputs, input_format, parse_line
 
 __all__ = ["JobError", "TokenizeSettings", "load_tokenizer", "run_tokenize"]
 
@@ -100,18 +101,6 @@ def _token_id(tok: Tokenizer, spec: str | None, what: str) -> int | None:
     return tid
 
 
-@dataclass
-class Batch:
-    shard: str
-    source: str
-    fmt: str
-    records: list[Record]
-    last: bool
-    ids: Any = None
-    lens: Any = None
-    rows: Any = None  # (row_lengths, row_doc, row_window) after windowing
-
-
 class TokenizeJob:
     """The parts of the job that every engine shares: settings, the tokenizer, one shard's work."""
 
@@ -168,36 +157,19 @@ class TokenizeJob:
         """The batches of one input file, shard by shard; shards ``skip`` accepts are read past."""
         path = self.files[file_index]
         fmt = input_format(path, self.s.input_format)
-        source = str(path)
-        shard_no, in_shard, nbytes = 0, 0, 0
-        name = _shard_name(file_index, 0)
-        pending: list[Record] = []
-        for rec in read_records(path, fmt, self.s.text_field, self.s.doc_per, raw=True):
-            if in_shard == self.s.docs_per_shard:
-                if not skip(name):
-                    yield Batch(name, source, fmt, pending, True)
-                pending, in_shard, nbytes, shard_no = [], 0, 0, shard_no + 1
-                name = _shard_name(file_index, shard_no)
-            in_shard += 1
-            if skip(name):
-                continue
-            pending.append(rec)
-            nbytes += rec.nbytes
-            full = len(pending) == self.s.batch_size or nbytes >= self.s.batch_bytes
-            if full and in_shard < self.s.docs_per_shard:
-                yield Batch(name, source, fmt, pending, False)
-                pending, nbytes = [], 0
-        if in_shard and not skip(name):
-            yield Batch(name, source, fmt, pending, True)
+        return file_batches(path, fmt, self.s, lambda no: _shard_name(file_index, no), skip)
 
     # -- tokenizing ------------------------------------------------------------------------------
     def tokenize(self, b: Batch) -> None:
         """Fills ``b.ids`` (flat, with BOS/EOS) and ``b.rows`` (one row per document or window);
-        a line that is no record gets its ``error``."""
-        if b.records and b.records[0].raw is not None:
+        a record that is no document gets its reason in ``b.errors``."""
+        if b.block is not None:
             ids, lens = self._encode_lines(b)
         else:
-            ids, lens = self._encode_texts(b.records)
+            assert b.texts is not None
+            which = [k for k, t in enumerate(b.texts) if t is not None]
+            ids, lens = self._encode_texts(b, which, [b.texts[k] for k in which])  # type: ignore[misc]
+            b.texts = None
         extra = (self.bos is not None) + (self.eos is not None)
         if extra:
             ids, lens = _add_bos_eos(ids, lens, self.bos, self.eos)
@@ -208,20 +180,20 @@ class TokenizeJob:
 
     def errors_of(self, b: Batch) -> list[dict[str, Any]]:
         out = []
-        for r in b.records:
-            if r.error is not None:
-                e: dict[str, Any] = {"file": b.source, "reason": r.error}
-                if r.offset >= 0:
-                    e["line"], e["offset"] = r.index, r.offset
-                else:
-                    e["row"] = r.index
-                out.append(e)
+        for k in sorted(b.errors):
+            e: dict[str, Any] = {"file": b.source, "reason": b.errors[k]}
+            if b.offset is not None:
+                e["line"], e["offset"] = int(b.index[k]), int(b.offset[k])
+            else:
+                e["row"] = int(b.index[k])
+            out.append(e)
         return out
 
-    def _encode_texts(self, records: list[Record]) -> tuple[Any, Any]:
+    def _encode_texts(self, b: Batch, which: list[int], texts: list[str]) -> tuple[Any, Any]:
+        """Ids of ``texts``, those of records ``which`` of ``b``; a text that UTF-8 cannot hold
+        becomes an error of ``b`` and has no ids."""
         from .._batch import flat_arrays
 
-        texts = [r.text for r in records if r.text is not None]
         try:
             ids_b, lens_b, _ = self.tok._core.encode_batch_flat(
                 texts, self.s.add_special_tokens, None, False, self.s.num_threads
@@ -229,10 +201,13 @@ class TokenizeJob:
         except UnicodeEncodeError:
             # A JSON escape gave a lone surrogate, which UTF-8 cannot hold: find it, mark it
             # bad, and encode the rest (the common case pays nothing for this check).
-            for r in records:
-                if r.text is not None and not _utf8_ok(r.text):
-                    r.text, r.error = None, _LONE_SURROGATE
-            return self._encode_texts(records)
+            keep = []
+            for k, t in zip(which, texts, strict=True):
+                if _utf8_ok(t):
+                    keep.append(k)
+                else:
+                    b.errors[k] = _LONE_SURROGATE
+            return self._encode_texts(b, keep, [t for t in texts if _utf8_ok(t)])
         return flat_arrays(ids_b, lens_b)
 
     def _encode_lines(self, b: Batch) -> tuple[Any, Any]:
@@ -242,31 +217,31 @@ class TokenizeJob:
 
         from .._batch import flat_arrays
 
+        block, starts, ends = b.block, b.starts, b.ends
+        assert block is not None
+        b.block = None  # read: the block's bytes need not wait for the writer
         field = self.s.text_field if b.fmt == "jsonl" else None
-        lines = [r.raw or b"" for r in b.records]  # every record of a line batch has its line
         ids_b, lens_b, left = self.tok._core.encode_lines_flat(
-            lines, field, self.s.add_special_tokens, self.s.num_threads
+            block, starts, ends, field, self.s.add_special_tokens, self.s.num_threads
         )
-        for r in b.records:
-            r.raw = None  # read: the line's bytes need not wait for the writer
         ids, lens = flat_arrays(ids_b, lens_b)
         if not left:
             return ids, lens
         parts = np.split(ids, np.cumsum(lens)[:-1])
-        found: dict[int, Record] = {}
-        for i in left:
-            r = b.records[i]
-            r.text, r.error = parse_line(lines[i], b.fmt, self.s.text_field)
-            if r.text is not None:
-                found[i] = r
-        if found:
-            more, more_lens = self._encode_texts(list(found.values()))  # marks lone surrogates
-            encoded = [i for i, r in found.items() if r.error is None]
-            for i, end, n in zip(encoded, np.cumsum(more_lens), more_lens, strict=True):
-                parts[i] = more[end - n : end]
-            for r in found.values():
-                r.text = None
-        kept = [parts[i] for i, r in enumerate(b.records) if r.error is None]
+        which, texts = [], []
+        for k in left:
+            text, error = parse_line(block[starts[k] : ends[k]], b.fmt, self.s.text_field)
+            if text is None:
+                b.errors[k] = error or "unreadable"
+            else:
+                which.append(k)
+                texts.append(text)
+        if which:
+            more, more_lens = self._encode_texts(b, which, texts)  # marks lone surrogates
+            encoded = [k for k in which if k not in b.errors]
+            for k, end, n in zip(encoded, np.cumsum(more_lens), more_lens, strict=True):
+                parts[k] = more[end - n : end]
+        kept = [parts[k] for k in range(b.n) if k not in b.errors]
         return (np.concatenate(kept) if kept else ids[:0]), np.array([p.size for p in kept], dtype=np.int64)
 
 
@@ -344,11 +319,11 @@ class ShardWriter:
         """Adds a batch; returns the shard's manifest entry when ``b`` ends it."""
         if self.current != b.shard:
             self._open(b.shard, b.source)
-        n_docs = sum(r.error is None for r in b.records)
-        self.counts["records"] += len(b.records)
+        n_docs = b.docs
+        self.counts["records"] += b.n
         self.counts["docs"] += n_docs
         self.counts["tokens"] += int(b.ids.size)
-        self.counts["bytes_in"] += sum(r.nbytes for r in b.records)
+        self.counts["bytes_in"] += b.nbytes
         self.errors.extend(self.job.errors_of(b))
         if n_docs:
             self._write_rows(b)
@@ -393,8 +368,7 @@ class ShardWriter:
             self._f.write(b.ids.astype(self.job.dtype, copy=False).data)  # no bytes copy
             self._lens.append(row_len)
             return
-        good = [r for r in b.records if r.error is None]
-        index = np.fromiter((r.index for r in good), dtype=np.int64, count=len(good))
+        index = b.good()
         if self._shard is not None:
             self._f.write(
                 self._shard.row_group(
@@ -673,13 +647,13 @@ def _pipeline(job: TokenizeJob, manifest: Manifest, stats: JobStats, bar: Progre
                 if entry is not None:
                     manifest.add(entry)
                 stats.add(
-                    items=sum(r.error is None for r in b.records),
+                    items=b.docs,
                     tokens=int(b.ids.size),
-                    bytes_in=sum(r.nbytes for r in b.records),
+                    bytes_in=b.nbytes,
                     bytes_out=entry["bytes_out"] if entry else 0,
-                    errors=sum(r.error is not None for r in b.records),
+                    errors=len(b.errors),
                 )
-                bar.update(sum(r.nbytes for r in b.records))
+                bar.update(b.nbytes)
         except BaseException as e:
             failure.append(e)
             stop.set()

@@ -57,6 +57,7 @@ fn core_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(image::jpeg_layouts, m)?)?;
     m.add_function(wrap_pyfunction!(image::jpeg_coefficients_into, m)?)?;
     m.add("DEFAULT_MAX_PIXELS", crate::image::DEFAULT_MAX_PIXELS)?;
+    m.add_function(wrap_pyfunction!(lines::line_spans, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::kernel_names, m)?)?;
     m.add_function(wrap_pyfunction!(kernels::kernel_source, m)?)?;
     Ok(())

@@ -3,7 +3,7 @@
 use super::buffer::OwnedBuffer;
 use super::encoding::{Body, Lazy, LazyBatch, PyEncoding, Settings};
 use super::ints::IntCache;
-use super::lines::lines_ids;
+use super::lines::{lines_ids, spans_of};
 use super::text::PyText;
 use super::threads;
 use crate::records::LineFormat;
@@ -13,6 +13,7 @@ use crate::tokenize::{
     TruncationStrategy,
 };
 use crate::TokenizeError;
+use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -549,33 +550,27 @@ impl PyTokenizer {
         Ok(rows.iter().map(|r| r.0.len()).collect())
     }
 
-    /// Ids of the lines of a JSONL (`field` given) or text file, read from their bytes with no
-    /// Python str made (`records::line_text`): `(ids u32 bytes, lengths u64 bytes, indices of
-    /// the lines left to Python)`, those lines having no ids. No truncation: the jobs window.
-    #[pyo3(signature = (lines, field = None, add_special_tokens = false, num_threads = None))]
-    #[allow(clippy::type_complexity)]
+    /// Ids of the records of a block of a JSONL (`field` given) or text file (`line_spans`
+    /// found them: `starts`, `ends`), read from the block's bytes with no Python str made
+    /// (`records::line_text`): `(ids u32 bytes, lengths u64 bytes, indices of the records left
+    /// to Python)`, those having no ids. No truncation: the jobs window.
+    #[pyo3(signature = (block, starts, ends, field = None, add_special_tokens = false, num_threads = None))]
+    #[allow(clippy::type_complexity, clippy::too_many_arguments)]
     fn encode_lines_flat(
         &self,
         py: Python<'_>,
-        lines: &Bound<'_, PyList>,
+        block: &Bound<'_, PyBytes>,
+        starts: PyBuffer<u64>,
+        ends: PyBuffer<u64>,
         field: Option<String>,
         add_special_tokens: bool,
         num_threads: Option<usize>,
     ) -> PyResult<(OwnedBuffer, OwnedBuffer, Vec<usize>)> {
         let format = field.map_or(LineFormat::Text, |field| LineFormat::Json { field });
-        let items = lines
-            .iter()
-            .enumerate()
-            .map(|(i, item)| {
-                item.cast_into::<PyBytes>().map_err(|_| {
-                    PyTypeError::new_err(format!(
-                        "encode_lines_flat() takes a list of bytes; item {i} is not"
-                    ))
-                })
-            })
-            .collect::<PyResult<Vec<_>>>()?;
-        // Views of immutable bytes objects that `items` holds for the whole call.
-        let views: Vec<&[u8]> = items.iter().map(PyBytesMethods::as_bytes).collect();
+        // Copies (8 bytes a record): the caller's arrays may change while the GIL is released.
+        let (starts, ends) = (starts.to_vec(py)?, ends.to_vec(py)?);
+        let bytes = block.as_bytes(); // immutable, held by the caller for the whole call
+        let views = spans_of(bytes, &starts, &ends)?;
         let tok = self.core();
         let n = threads::resolve(num_threads);
         let (rows, left) = py.detach(|| lines_ids(&tok, &views, &format, add_special_tokens, n))?;
