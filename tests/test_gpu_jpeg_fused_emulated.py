@@ -129,3 +129,37 @@ def test_a_batch_not_all_fused_is_normalized_after_the_resize():
     blobs = [data.jpeg_with_orientation(photo, o) for o in (1, 8)]
     _, kernels = _both(blobs, crop=40, resize_shorter=48, dtype="float16")
     assert kernels[-1] == "crop_normalize_u8", kernels
+
+
+class _Counting(EmuBackend):
+    """Counts host-to-device copies."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.copies = 0
+
+    def asarray(self, obj: Any) -> Any:
+        self.copies += 1
+        return super().asarray(obj)
+
+
+def test_a_geometry_plans_once_and_a_new_file_of_it_decodes_as_its_own():
+    # A training loop decodes batches of one geometry call after call: the fused plan (descriptors,
+    # tables, quantization tables on the device) is built once. The plan's key holds each file's
+    # own quantization tables, so a file of the same size at another quality gets its own plan.
+    photo = data.photos()["china.jpg"][:120, :170]
+    q75, q95 = data.jpeg(photo, quality=75), data.jpeg(photo, quality=95)
+    jpeg_fused._FUSED_PLANS._plans.clear()
+    kw: dict[str, Any] = {"crop": 64, "resize_shorter": 72, "dtype": "uint8", "layout": "NHWC"}
+    be = _Counting()
+    first = gpu_preprocess([q75, q75], backend=be, **kw)
+    built = be.copies
+    be.copies = 0
+    again = gpu_preprocess([q75, q75], backend=be, **kw)
+    assert len(jpeg_fused._FUSED_PLANS._plans) == 1
+    assert be.copies < built - 4  # the plan's descriptors and tables were not uploaded again
+    np.testing.assert_array_equal(first, again)
+    other = gpu_preprocess([q95, q95], backend=be, **kw)
+    assert len(jpeg_fused._FUSED_PLANS._plans) == 2
+    np.testing.assert_array_equal(other, fastprep.preprocess([q95, q95], **kw))
+    assert not np.array_equal(other, first)

@@ -8,13 +8,28 @@ never written to device memory."""
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from typing import Any
 
 from ..kernels import kernel_source, kernel_unit
 from . import resize
 from .backend import Backend
 from .jpeg_idct import _ORIENT, JpegPlan
-from .resize import DESC_LEN, _axis, _Image, _Pass, _plan_pass, _rows_read, _vertical_first
+from .resize import (
+    DESC_LEN,
+    PlanCache,
+    _axis,
+    _Image,
+    _Launch,
+    _Pass,
+    _plan_pass,
+    _vertical_first,
+    backend_key,
+    horizontal_part,
+    pass_launch,
+    rebase,
+    vertical_part,
+)
 
 FC_LEN = 10
 FDESC_LEN = DESC_LEN + 8 + 3 * FC_LEN
@@ -42,13 +57,16 @@ def _plan_tiling(
 ) -> tuple[_Pass, tuple[int, int, int] | None]:
     """The image's horizontal pass (the rows the vertical pass reads) and its tiling."""
     w, h = plan.oriented_size
-    tw, th = target
-    x, y, cw, ch = window
-    first, last = _rows_read(filter, True, h, th, y, ch) if h != th else (y, y + ch)
+    part = horizontal_part(w, h, *target, window, filter, True)
     _, flipx, flipy = _ORIENT[plan.orientation]
-    geometry = tuple((p.scale, p.dw, p.dh, p.mode, p.hx, p.vy) for p in plan.planes)
-    tiling = _tiling(w, h, flipx, flipy, geometry, (w, tw, filter), x, cw, first, last - first)
-    return _Pass(w, tw, cw, last - first, x, first), tiling
+    tiling = _tiling(
+        w, h, flipx, flipy, _geometry(plan), (w, target[0], filter), part.i0, part.out_w, part.first, part.out_h
+    )
+    return part, tiling
+
+
+def _geometry(plan: JpegPlan) -> Planes:
+    return tuple((p.scale, p.dw, p.dh, p.mode, p.hx, p.vy) for p in plan.planes)
 
 
 def _axis_range(kind: int, f: int, a: int, b: int, n: int) -> tuple[int, int]:
@@ -131,6 +149,25 @@ def _tiling(
     return None
 
 
+@dataclass(frozen=True)
+class _FusedPlan:
+    """What `run_fused` launches for one batch geometry, its tables on the device: jpeg_fused_h
+    over the images (descriptor chunks of at most MAX_GRID_Z images, writing the intermediate, or
+    the output where the height does not change), then the vertical pass over the intermediate."""
+
+    temp: int  # uint8 elements of the intermediate
+    grid_xy: tuple[int, int]
+    quant: Any
+    bounds: Any
+    weights: Any
+    chunks: tuple[tuple[bool, Any, int], ...]  # (into the output, descriptors, images)
+    vertical: _Launch | None
+
+
+# Fused plans, kept as resize plans are (a training loop decodes the same geometry call after call).
+_FUSED_PLANS = PlanCache(64)
+
+
 def run_fused(
     backend: Backend,
     coefs: Any,
@@ -149,10 +186,49 @@ def run_fused(
     `out`'s float dtype, from `normalize.normalize_table`) every image must have a vertical pass, which
     writes the table's values for its 8-bit results: the crop, normalize and layout of the batch,
     in the strides of `out_images`."""
+    if not plans:
+        return
+    images = tuple(
+        (p.orientation, p.oriented_size, _geometry(p), tuple((q.wb, q.hb, q.quant) for q in p.planes)) for p in plans
+    )
+    dst_code = 0 if lut is None else resize._DTYPES[str(lut.dtype)]
+    geometry = (images, tuple(coef_offsets), tuple(targets), tuple(windows), filter, tuple(out_images), dst_code)
+    key = (*backend_key(backend), FUSED_SMEM, geometry)
+    plan: _FusedPlan = _FUSED_PLANS.get(
+        key, lambda: _plan_fused(backend, plans, coef_offsets, targets, windows, filter, out_images, dst_code)
+    )
+    xp = backend.xp
+    inter = xp.empty(max(plan.temp, 1), dtype="uint8")
+    for into_out, desc, n in plan.chunks:
+        backend.launch(
+            kernel_unit("jpeg_fused.cu"),
+            {},
+            "jpeg_fused_h",
+            (*plan.grid_xy, n),
+            (coefs, plan.quant, out if into_out else inter, desc, plan.bounds, plan.weights),
+        )
+    v = plan.vertical
+    if v is not None:
+        defines = dict(v.defines, H_SHARED=resize.H_SHARED)  # read at each call: the tests switch it
+        args = (inter, out, v.desc, v.bounds, v.weights)
+        backend.launch(kernel_source("resize.cu"), defines, v.kernel, v.grid, args if lut is None else (*args, lut))
+
+
+def _plan_fused(
+    backend: Backend,
+    plans: list[JpegPlan],
+    coef_offsets: list[int],
+    targets: list[tuple[int, int]],
+    windows: list[tuple[int, int, int, int]],
+    filter: str,
+    out_images: list[_Image],
+    dst_code: int,
+) -> _FusedPlan:
     import numpy as np
 
-    xp = backend.xp
-    rows: list[tuple[int, _Pass, tuple[int, int, int], np.ndarray]] = []
+    parts: list[_Pass] = []
+    tilings: list[tuple[int, int, int]] = []
+    extras: list[np.ndarray] = []
     quant: list[Any] = []
     for k, plan in enumerate(plans):
         part, tiling = _plan_tiling(plan, targets[k], windows[k], filter)
@@ -167,73 +243,60 @@ def run_fused(
             # libjpeg's ISLOW_MULT_TYPE is a short: a 16-bit table value wraps as it does there.
             quant.append(np.frombuffer(p.quant, np.uint16).view(np.int16).astype(np.int32))
             coff += p.wb * p.hb * 64
-        rows.append((k, part, tiling, extra))
-    if not rows:
-        return
+        parts.append(part)
+        tilings.append(tiling)
+        extras.append(extra)
     # The horizontal pass writes an intermediate (the rows the vertical pass reads) or, where the
     # height does not change, the output itself.
+    heights = [p.oriented_size[1] for p in plans]
+    vertical = [targets[k][1] != heights[k] for k in range(len(plans))]
+    assert dst_code == 0 or all(vertical), "a normalize table needs every image's vertical pass"
     dsts: list[_Image] = []
-    into_out = np.zeros(len(rows), bool)
     temp = 0
-    for i, (k, part, _, _) in enumerate(rows):
-        if targets[k][1] != plans[k].oriented_size[1]:
+    for k, part in enumerate(parts):
+        if vertical[k]:
             dsts.append(_Image(temp, part.out_h, part.out_w, part.out_w * 3, 3, 1))
             temp += part.out_h * part.out_w * 3
         else:
             dsts.append(out_images[k])
-            into_out[i] = True
-    inter = xp.empty(max(temp, 1), dtype="uint8")
-    srcs = [_Image(0, plans[k].oriented_size[1], part.table_in, part.table_in * 3, 3, 1) for k, part, _, _ in rows]
-    desc, bounds, weights, _ = _plan_pass(srcs, dsts, 0, [r[1] for r in rows], filter, True, True)
-    fdesc = np.concatenate([desc, np.stack([r[3] for r in rows])], axis=1)
-    grid_x = max(-(-r[1].out_w // r[2][0]) for r in rows)
-    grid_y = max(-(-(r[1].first + r[1].out_h - r[2][2]) // r[2][1]) for r in rows)
-    q = backend.asarray(np.concatenate(quant))
-    b_dev, w_dev = backend.asarray(bounds), backend.asarray(weights)
-    assert lut is None or not into_out.any(), "a table needs every image's vertical pass"
-    # the output buffer is `inter` for rows with a vertical pass, else `out`: two launch groups
-    for target_buf, sel in ((inter, ~into_out), (out, into_out)):
-        part = fdesc[sel]
-        for lo in range(0, len(part), MAX_GRID_Z):
-            chunk = part[lo : lo + MAX_GRID_Z]
-            backend.launch(
-                kernel_unit("jpeg_fused.cu"),
-                {},
-                "jpeg_fused_h",
-                (grid_x, grid_y, len(chunk)),
-                (coefs, q, target_buf, backend.asarray(chunk), b_dev, w_dev),
-            )
+    srcs = [_Image(0, heights[k], part.table_in, part.table_in * 3, 3, 1) for k, part in enumerate(parts)]
+    desc, bounds, weights, _ = _plan_pass(srcs, dsts, 0, parts, filter, True, True)
+    fdesc = np.concatenate([desc, np.stack(extras)], axis=1)
+    chunks = []
+    for into_out in (False, True):
+        sel = fdesc[np.array(vertical) != into_out]
+        for lo in range(0, len(sel), MAX_GRID_Z):
+            chunk = sel[lo : lo + MAX_GRID_Z]
+            chunks.append((into_out, backend.asarray(chunk), len(chunk)))
+    grid_xy = (
+        max(-(-p.out_w // t[0]) for p, t in zip(parts, tilings, strict=True)),
+        max(-(-(p.first + p.out_h - t[2]) // t[1]) for p, t in zip(parts, tilings, strict=True)),
+    )
     # The vertical pass over the intermediates, as run_resize's second pass.
-    vert = [i for i in range(len(rows)) if not into_out[i]]
-    if vert:
-        cur = [
-            _Image(
-                dsts[i].offset - rows[i][1].first * dsts[i].sy,
-                plans[rows[i][0]].oriented_size[1],
-                dsts[i].w,
-                dsts[i].sy,
-                3,
-                1,
-            )
-            for i in vert
-        ]
-        vparts = []
-        for i in vert:
-            k = rows[i][0]
-            _, y, cw, ch = windows[k]
-            vparts.append(_Pass(plans[k].oriented_size[1], targets[k][1], cw, ch, y, 0))
-        vd, vb, vw, grid = _plan_pass(cur, [out_images[rows[i][0]] for i in vert], 1, vparts, filter, True, True)
-        dst_code = 0 if lut is None else resize._DTYPES[str(lut.dtype)]
-        defines = {
-            "CHANNELS": 3,
-            "SRC_DTYPE": 0,
-            "DST_DTYPE": dst_code,
-            "PREMUL_IN": 0,
-            "UNPREMUL_OUT": 0,
-            "H_SHARED": resize.H_SHARED,
-        }
-        args = (inter, out, backend.asarray(vd), backend.asarray(vb), backend.asarray(vw))
-        if lut is None:
-            backend.launch(kernel_source("resize.cu"), defines, "resize_vertical", grid, args)
-        else:
-            backend.launch(kernel_source("resize.cu"), defines, "resize_vertical_lut", grid, (*args, lut))
+    vk = [k for k in range(len(plans)) if vertical[k]]
+    launch = None
+    if vk:
+        defines = {"CHANNELS": 3, "SRC_DTYPE": 0, "DST_DTYPE": dst_code, "PREMUL_IN": 0, "UNPREMUL_OUT": 0}
+        launch = pass_launch(
+            backend,
+            [rebase(dsts[k], parts[k], heights[k]) for k in vk],
+            [out_images[k] for k in vk],
+            1,
+            [vertical_part(heights[k], targets[k][1], windows[k]) for k in vk],
+            filter,
+            True,
+            True,
+            defines,
+            0,
+            -2,
+            "resize_vertical" if dst_code == 0 else "resize_vertical_lut",
+        )
+    return _FusedPlan(
+        temp,
+        grid_xy,
+        backend.asarray(np.concatenate(quant)),
+        backend.asarray(bounds),
+        backend.asarray(weights),
+        tuple(chunks),
+        launch,
+    )

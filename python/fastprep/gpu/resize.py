@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
@@ -114,6 +114,26 @@ def _rows_read(filter: str, antialias: bool, h: int, out_h: int, y0: int, rows: 
 Window = tuple[int, int, int, int]  # x, y, width, height of the full-size result
 
 
+def horizontal_part(w: int, h: int, tw: int, th: int, window: Window, filter: str, antialias: bool) -> _Pass:
+    """An image's horizontal pass where it comes first: the window's columns over the source rows
+    its vertical pass reads (the window's own rows where the height does not change)."""
+    x, y, cw, ch = window
+    first, last = _rows_read(filter, antialias, h, th, y, ch) if h != th else (y, y + ch)
+    return _Pass(w, tw, cw, last - first, x, first)
+
+
+def vertical_part(h: int, th: int, window: Window) -> _Pass:
+    """An image's vertical pass after its horizontal one: the window, from the source's rows."""
+    _, y, cw, ch = window
+    return _Pass(h, th, cw, ch, y, 0)
+
+
+def rebase(im: _Image, part: _Pass, h: int) -> _Image:
+    """A pass's output as the next pass reads it: with the source's row numbers (its first row,
+    ``part.first``, addressed as if row 0 were that many rows above) and height ``h``."""
+    return _Image(im.offset - part.first * im.sy, h, im.w, im.sy, im.sx, im.sc)
+
+
 @dataclass(frozen=True)
 class _Launch:
     """One pass of a resize plan: the kernel, its defines and grid, the tables already on the
@@ -155,13 +175,36 @@ class _ResizePlan:
     launches: tuple[_Launch, ...]
 
 
-# Plans by (backend kind, device, geometry, filter, ...). Building one costs Python work per image
-# and three small host-to-device copies per pass, far more than the launches themselves; a
-# training loop resizes the same geometry call after call, so the plan (with its tables on the
-# device) is kept. Bounded: ragged batches of ever-new sizes evict the oldest.
-_PLANS: OrderedDict[tuple[Any, ...], _ResizePlan] = OrderedDict()
-_PLANS_MAX = 64
-_PLANS_LOCK = threading.Lock()
+class PlanCache:
+    """Launch plans by (backend kind, device, geometry, filter, ...). Building one costs Python
+    work per image and a few small host-to-device copies per pass, far more than the launches
+    themselves; a training loop runs the same geometry call after call, so the plan (with its
+    tables on the device) is kept. Bounded: ragged batches of ever-new sizes evict the oldest."""
+
+    def __init__(self, size: int) -> None:
+        self._plans: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._size = size
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is not None:
+                self._plans.move_to_end(key)
+                return plan
+        plan = build()
+        with self._lock:
+            self._plans[key] = plan
+            while len(self._plans) > self._size:
+                self._plans.popitem(last=False)
+        return plan
+
+
+def backend_key(backend: Backend) -> tuple[str, Any]:
+    return type(backend).__name__, getattr(backend, "device_id", None)
+
+
+_PLANS = PlanCache(64)
 
 
 def run_resize(
@@ -185,17 +228,8 @@ def run_resize(
         tuple(images), channels, dtype, tuple(targets), tuple(windows), filter, antialias, tuple(out_images)
     )
     # the pass order rule the plan asks for (fastprep.pillow_order) is part of the key too
-    key = (type(backend).__name__, getattr(backend, "device_id", None), int(_core.pillow_order(None)), FUSED, job)
-    with _PLANS_LOCK:
-        plan = _PLANS.get(key)
-        if plan is not None:
-            _PLANS.move_to_end(key)
-    if plan is None:
-        plan = _plan_resize(backend, job)
-        with _PLANS_LOCK:
-            _PLANS[key] = plan
-            while len(_PLANS) > _PLANS_MAX:
-                _PLANS.popitem(last=False)
+    key = (*backend_key(backend), int(_core.pillow_order(None)), FUSED, job)
+    plan: _ResizePlan = _PLANS.get(key, lambda: _plan_resize(backend, job))
     for s_, d_, cw, ch in plan.copies:
         _copy(xp, flat, s_, out, d_, channels, cw, ch)
     temps = [xp.empty(max(n, 1), dtype=t) for n, t in plan.temps]
@@ -205,6 +239,35 @@ def run_resize(
         dst = out if ln.dst == -2 else temps[ln.dst]
         defines = dict(ln.defines, H_SHARED=H_SHARED)  # read at each call: the tests switch it
         backend.launch(source, defines, ln.kernel, ln.grid, (src, dst, ln.desc, ln.bounds, ln.weights, *ln.more))
+
+
+def pass_launch(
+    backend: Backend,
+    srcs: list[_Image],
+    dsts: list[_Image],
+    axis: int,
+    parts: list[_Pass],
+    filter: str,
+    fixed: bool,
+    antialias: bool,
+    defines: dict[str, int],
+    src: int,
+    dst: int,
+    kernel: str | None = None,
+) -> _Launch:
+    """One pass (axis 0: horizontal, 1: vertical) over every image as one launch, its tables on
+    the device; ``kernel`` defaults to the pass's resize.cu kernel."""
+    desc, bounds, weights, grid = _plan_pass(srcs, dsts, axis, parts, filter, fixed, antialias)
+    return _Launch(
+        kernel or ("resize_horizontal" if axis == 0 else "resize_vertical"),
+        tuple(sorted(defines.items())),
+        grid,
+        backend.asarray(desc),
+        backend.asarray(bounds),
+        backend.asarray(weights),
+        src,
+        dst,
+    )
 
 
 def _plan_resize(backend: Backend, job: _ResizeJob) -> _ResizePlan:
@@ -233,28 +296,14 @@ def _plan_resize(backend: Backend, job: _ResizeJob) -> _ResizePlan:
         passes: list[tuple[int, list[_Pass]]] = []
         if order == "hv":
             if need_h:
-                rows = [
-                    _rows_read(filter, antialias, s_.h, th, y, ch) if need_v else (y, y + ch)
-                    for s_, (_, th), (_, y, _, ch) in zip(srcs, tgts, wins, strict=True)
+                hparts = [
+                    horizontal_part(s_.w, s_.h, tw, th, win, filter, antialias)
+                    for s_, (tw, th), win in zip(srcs, tgts, wins, strict=True)
                 ]
-                passes.append(
-                    (
-                        0,
-                        [
-                            _Pass(s_.w, tw, cw, last - first, x, first)
-                            for s_, (tw, _), (x, _, cw, _), (first, last) in zip(srcs, tgts, wins, rows, strict=True)
-                        ],
-                    )
-                )
+                passes.append((0, hparts))
             if need_v:
                 passes.append(
-                    (
-                        1,
-                        [
-                            _Pass(s_.h, th, cw, ch, y, 0)
-                            for s_, (_, th), (_, y, cw, ch) in zip(srcs, tgts, wins, strict=True)
-                        ],
-                    )
+                    (1, [vertical_part(s_.h, th, win) for s_, (_, th), win in zip(srcs, tgts, wins, strict=True)])
                 )
         else:
             passes.append(
@@ -299,7 +348,6 @@ def _plan_resize(backend: Backend, job: _ResizeJob) -> _ResizePlan:
                 temps.append((offs, tmp_dtype))
                 dst_code = _DTYPES[tmp_dtype]
             src_code = code if p == 0 else (0 if fixed else 1)
-            desc, bounds, weights, grid = _plan_pass(cur_imgs, nxt_imgs, axis, parts, filter, fixed, antialias)
             defines = {
                 "CHANNELS": channels,
                 "SRC_DTYPE": src_code,
@@ -307,25 +355,15 @@ def _plan_resize(backend: Backend, job: _ResizeJob) -> _ResizePlan:
                 "PREMUL_IN": int(premul and p == 0),
                 "UNPREMUL_OUT": int(premul and last),
             }
-            kernel = "resize_horizontal" if axis == 0 else "resize_vertical"
             launches.append(
-                _Launch(
-                    kernel,
-                    tuple(sorted(defines.items())),
-                    grid,
-                    backend.asarray(desc),
-                    backend.asarray(bounds),
-                    backend.asarray(weights),
-                    cur,
-                    nxt,
-                )
+                pass_launch(backend, cur_imgs, nxt_imgs, axis, parts, filter, fixed, antialias, defines, cur, nxt)
             )
             # The next pass reads this one's output with the source's row numbers: rows that
             # start at source row `first` are addressed as if row 0 were `first` rows above, and
             # after a horizontal pass the image keeps the source's height for the vertical table.
             cur = nxt
             cur_imgs = [
-                _Image(im.offset - part.first * im.sy, src.h if axis == 0 else im.h, im.w, im.sy, im.sx, im.sc)
+                rebase(im, part, src.h if axis == 0 else im.h)
                 for im, part, src in zip(nxt_imgs, parts, srcs, strict=True)
             ]
     return _ResizePlan(tuple(copies), tuple(temps), tuple(launches))
