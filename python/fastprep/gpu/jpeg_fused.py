@@ -18,7 +18,6 @@ from .jpeg_idct import _ORIENT, JpegPlan
 from .resize import (
     DESC_LEN,
     PlanCache,
-    _axis,
     _Image,
     _Launch,
     _Pass,
@@ -28,6 +27,7 @@ from .resize import (
     horizontal_part,
     pass_launch,
     rebase,
+    source_spans,
     vertical_part,
 )
 
@@ -107,10 +107,7 @@ def _tiling(
     fits FUSED_SMEM, by the kernel's own window arithmetic, or None (the image then takes the
     three-kernel path). Taller strips come first: a strip IDCTs the chroma rows above and below
     it too, so strips of 32 rows decode 4:2:0 chroma twice, of 16 three times."""
-    import numpy as np
 
-    _, b, _ = _axis(*table, True, True)
-    pairs = np.frombuffer(b, dtype=np.int32).reshape(-1, 2)
     mcu = max(s * (2 if mode in (3, 4) else vy if mode == 1 else 1) for s, _, _, mode, _, vy in planes)
     last = first + out_h
     for rows in sorted({max(mcu, 32), max(mcu, 16), mcu}, reverse=True):
@@ -131,8 +128,7 @@ def _tiling(
             max_span = 0
             for x0 in range(0, out_w, tx):
                 x1 = min(x0 + tx, out_w)
-                lo = int(pairs[x0 + i0, 0])
-                hi = int(pairs[x1 - 1 + i0, 0] + pairs[x1 - 1 + i0, 1])
+                lo, hi = (int(v) for v in source_spans(*table, True, x0 + i0, x1 + i0))
                 dx0, dx1 = (w - hi, w - lo) if flipx else (lo, hi)
                 max_span = max(max_span, hi - lo)
                 for c, (s, dw, _, mode, hx, _) in enumerate(planes):

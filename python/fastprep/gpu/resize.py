@@ -101,14 +101,23 @@ def _plan_pass(
     return desc, np.concatenate(bounds), np.concatenate(weights), grid
 
 
+def source_spans(in_size: int, out_size: int, filter: str, antialias: bool, starts: Any, ends: Any) -> tuple[Any, Any]:
+    """The source samples [first, last) that outputs starts[i] .. ends[i] - 1 of a pass read (from
+    its bounds table), for arrays of ranges: the rows a vertical pass needs the horizontal pass to
+    make, a tile's or a strip's source window."""
+    import numpy as np
+
+    _, b, _ = _axis(in_size, out_size, filter, True, antialias)
+    pairs = np.frombuffer(b, dtype=np.int32).reshape(-1, 2)
+    last = np.asarray(ends) - 1
+    return pairs[starts, 0], pairs[last, 0] + pairs[last, 1]
+
+
 def _rows_read(filter: str, antialias: bool, h: int, out_h: int, y0: int, rows: int) -> tuple[int, int]:
     """The source rows [first, last) that output rows y0 .. y0 + rows of the vertical pass read:
     the horizontal pass computes only those (as Pillow and the CPU path do)."""
-    import numpy as np
-
-    _, b, _ = _axis(h, out_h, filter, True, antialias)
-    pairs = np.frombuffer(b, dtype=np.int32).reshape(-1, 2)
-    return int(pairs[y0, 0]), int(pairs[y0 + rows - 1, 0] + pairs[y0 + rows - 1, 1])
+    first, last = source_spans(h, out_h, filter, antialias, y0, y0 + rows)
+    return int(first), int(last)
 
 
 Window = tuple[int, int, int, int]  # x, y, width, height of the full-size result
@@ -375,13 +384,11 @@ def _tile(filter: str, antialias: bool, h: int, th: int, y: int, ch: int, cw: in
     where that fits; None where not even a one-row tile of one column does."""
     import numpy as np
 
-    _, b, _ = _axis(h, th, filter, True, antialias)
-    pairs = np.frombuffer(b, dtype=np.int32).reshape(-1, 2)
     for tx in sorted({min(cw, 32), min(cw, 8), 1}, reverse=True):
         for ty in (32, 16, 8, 4, 2, 1):
             y0 = np.arange(0, ch, ty)
-            y1 = np.minimum(y0 + ty, ch)
-            rows = pairs[y1 - 1 + y, 0] + pairs[y1 - 1 + y, 1] - pairs[y0 + y, 0]
+            first, last = source_spans(h, th, filter, antialias, y0 + y, np.minimum(y0 + ty, ch) + y)
+            rows = last - first
             if int(rows.max()) * tx * isz <= RESIZE_SMEM:
                 return tx, ty
     return None
