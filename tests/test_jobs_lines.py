@@ -211,3 +211,71 @@ def test_the_job_keeps_the_lines_python_reads_and_reports_the_bad(tmp_path: Path
         assert [e["line"] for e in errors] == [4, 6]
         assert "surrogate" in errors[0]["reason"] and "invalid JSON" in errors[1]["reason"]
         assert summary["docs"] == 5 and summary["errors"] == 2
+
+
+_LINE_KINDS = st.one_of(
+    st.builds(lambda t: json.dumps({"text": t}).encode(), st.text(max_size=12)),
+    st.builds(lambda t: json.dumps({"text": t}, ensure_ascii=False).encode(), st.text(max_size=12)),
+    st.sampled_from([b"", b" ", b"\t \r", b"\x0b\x0c", b"{bad", b'{"other": 1}', b'{"text": "\xff"}', b"[]"]),
+)
+
+
+def _reference(data: bytes, per_shard: int) -> tuple[dict[int, list[tuple[int, list[int]]]], list[tuple[int, int]]]:
+    """What the job must write, from a plain loop over the file's lines and ``json.loads``:
+    per shard, (line, ids) of each document; and (line, byte offset) of each bad record."""
+    shards: dict[int, list[tuple[int, list[int]]]] = {}
+    errors = []
+    records = offset = 0
+    for n, line in enumerate(_lf_lines(data), start=1):
+        if not (line.isspace() or not line):
+            shard = records // per_shard
+            records += 1
+            shards.setdefault(shard, [])
+            text, error = parse_line(line, "jsonl", "text")
+            if error is None and _python_ids(line, "jsonl") is not None:
+                shards[shard].append((n, TOK.encode(text, add_special_tokens=False).ids))
+            else:
+                errors.append((n, offset))
+        offset += len(line)
+    return shards, errors
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(_LINE_KINDS, max_size=14),
+    st.sampled_from([b"\n", b"\r\n"]),
+    st.booleans(),
+    st.integers(1, 5),
+    st.integers(1, 4),
+    st.integers(1, 120),
+)
+def test_generated_files_shard_and_batch_as_a_plain_line_loop(
+    lines: list[bytes], eol: bytes, final_eol: bool, per_shard: int, batch_size: int, batch_bytes: int
+) -> None:
+    """Any cut of a file into blocks, batches and shards gives the documents, line numbers, shard
+    contents and errors of a plain line loop over the file."""
+    import tempfile
+
+    data = eol.join(lines) + (eol if final_eol and lines else b"")
+    shards, errors = _reference(data, per_shard)
+    with tempfile.TemporaryDirectory() as d:
+        src = Path(d) / "in.jsonl"
+        src.write_bytes(data)
+        out = Path(d) / "out"
+        settings_ = TokenizeSettings(
+            [str(src)],
+            str(bert_file()),
+            str(out),
+            docs_per_shard=per_shard,
+            batch_size=batch_size,
+            batch_bytes=batch_bytes,
+            progress=False,
+        )
+        run_tokenize(settings_)
+        written = {int(f.name.split("-")[-1].split(".")[0]): pq.read_table(f) for f in out.glob("shard-*.parquet")}
+        assert sorted(written) == sorted(shards)
+        for k, table in written.items():
+            assert table.column("index").to_pylist() == [n for n, _ in shards[k]]
+            assert table.column("input_ids").to_pylist() == [ids for _, ids in shards[k]]
+        got = [json.loads(x) for x in (out / "errors.jsonl").read_text().splitlines()] if errors else []
+        assert [(e["line"], e["offset"]) for e in got] == errors
