@@ -112,3 +112,9 @@ def test_strict_and_device_errors(tmp_path: Path) -> None:
         timeout=60,
     )
     assert cli.returncode == 1 and "images takes one ImageFolder directory" in cli.stderr
+
+
+@pytest.mark.parametrize("setting", ["shard_size", "batch_size", "crop", "resize_shorter"])
+def test_sizes_below_one_are_refused(tmp_path: Path, setting: str) -> None:
+    with pytest.raises(JobError, match=f"--{setting.replace('_', '-')} must be at least 1"):
+        run_images(ImagesSettings([str(DATA)], str(tmp_path / "out"), progress=False, **{setting: 0}))

@@ -190,3 +190,11 @@ def test_command_line_errors_and_summary(tmp_path: Path) -> None:
         [*cmd, "--out", str(tmp_path / "o2"), "--eos", "<nope>"], capture_output=True, text=True, timeout=120
     )
     assert bad.returncode == 1 and "--eos '<nope>' is not a token" in bad.stderr
+
+
+@pytest.mark.parametrize("setting", ["docs_per_shard", "batch_size", "batch_bytes"])
+def test_sizes_below_one_are_refused_not_looped_on(tmp_path: Path, setting: str) -> None:
+    src = _jsonl(tmp_path / "a.jsonl", _good_lines())
+    s = TokenizeSettings([str(src)], str(bert_file()), str(tmp_path / "out"), progress=False, **{setting: 0})
+    with pytest.raises(JobError, match=f"--{setting.replace('_', '-')} must be at least 1"):
+        run_tokenize(s)

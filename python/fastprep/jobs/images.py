@@ -56,6 +56,9 @@ class ImagesJob:
             raise JobError(f"dtype must be uint8, float16 or float32, got {s.dtype!r}")
         if s.device not in ("cpu", "cuda"):
             raise JobError(f"device must be cpu or cuda, got {s.device!r}")
+        for name in ("shard_size", "batch_size", "crop", "resize_shorter"):
+            if getattr(s, name) is not None and getattr(s, name) < 1:
+                raise JobError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(s, name)}")
         if s.device == "cuda":
             _check_cuda()
         self.s = s

@@ -115,6 +115,9 @@ class TokenizeJob:
             raise JobError(f"compression must be one of {', '.join(COMPRESSIONS)}, got {s.compression!r}")
         if s.max_length is not None and s.max_length < 1:
             raise JobError("--max-length must be at least 1")
+        for name in ("docs_per_shard", "batch_size", "batch_bytes"):
+            if getattr(s, name) < 1:
+                raise JobError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(s, name)}")
         self.s = s
         self.tok = tok if tok is not None else load_tokenizer(s.tokenizer)
         # Whole documents: a tokenizer.json's own truncation (e.g. 128 for a sentence encoder)
