@@ -19,9 +19,13 @@ import fastprep
 GATE = Path(__file__).resolve().parents[1] / "benches" / "gate.py"
 CHECKS = "resize_1080p_bilinear,pool_acquire_16MiB"
 
-pytestmark = pytest.mark.skipif(
-    fastprep.build_profile != "release", reason="the gate times release builds only (this is a debug build)"
-)
+pytestmark = [
+    pytest.mark.skipif(
+        fastprep.build_profile != "release", reason="the gate times release builds only (this is a debug build)"
+    ),
+    # Timings: another test worker on the same cores would make a 2x slowdown look like noise.
+    pytest.mark.serial,
+]
 
 
 def _gate(*args: str) -> subprocess.CompletedProcess[str]:
