@@ -67,7 +67,7 @@ impl Tokenizer {
         let mut sources = Sources::new(text);
         // With no normalizer (the fused loop's condition), every split is a range of `text`.
         let units: Vec<Unit> = self
-            .splits(text, &mut sources)
+            .splits(text, &mut sources, false)
             .into_iter()
             .map(|(id, p)| (id, p.start as usize, p.end as usize))
             .collect();

@@ -398,7 +398,9 @@ impl Tokenizer {
 
     /// Added tokens cut out (raw ones, then normalized ones after normalization): the input as
     /// (added token id or None, piece) in order, empty pieces dropped as HF drops them.
-    fn splits(&self, text: &str, sources: &mut Sources<'_>) -> Splits {
+    /// `aligned`: whether the caller maps pieces back to the input (offsets, or pre-tokenizers
+    /// that read alignments); without, normalized texts carry none.
+    fn splits(&self, text: &str, sources: &mut Sources<'_>, aligned: bool) -> Splits {
         let mut splits = Splits::new();
         for (id, (s, e)) in self.added.find(text, false) {
             if s == e {
@@ -414,11 +416,19 @@ impl Tokenizer {
                 continue;
             }
             let piece = match &self.normalizer {
-                Some(n) => match n.apply_str(&text[s..e]) {
-                    Outcome::Changed(norm) => sources.add(s, norm),
-                    Outcome::Bytewise(norm) => sources.add_bytewise(s, norm),
-                    Outcome::Unchanged => raw,
-                },
+                Some(n) => {
+                    let out = if aligned {
+                        n.apply_str(&text[s..e])
+                    } else {
+                        n.apply_str_unaligned(&text[s..e])
+                    };
+                    match out {
+                        Outcome::Changed(norm) => sources.add(s, norm),
+                        Outcome::Bytewise(norm) => sources.add_bytewise(s, norm),
+                        Outcome::Unaligned(norm) => sources.add_unaligned(s, norm),
+                        Outcome::Unchanged => raw,
+                    }
+                }
                 None => raw,
             };
             if self.added.has_normalized() {
@@ -578,7 +588,10 @@ impl Tokenizer {
             return Ok(None);
         };
         let mut sources = Sources::new(text);
-        let splits = self.splits(text, &mut sources);
+        // The fused loops read the normalized texts alone; the general one may pre-tokenize
+        // with alignments (a Metaspace prepend).
+        let fused = self.fused_split().is_some() || self.fused_pattern().is_some();
+        let splits = self.splits(text, &mut sources, !fused);
         // Room for one token per 3 bytes: a multilingual corpus averages 3.2 (CJK less), and
         // growing the vector mid-text copied it (memmove was 4% of the profile). Plus the room
         // `HotCache::hits` reserves past the end for a run's ids, or a short text's first run
@@ -690,7 +703,7 @@ impl Tokenizer {
         offsets: Offsets,
     ) -> Result<Encoding, TokenizeError> {
         let mut sources = Sources::new(text);
-        let splits = self.splits(text, &mut sources);
+        let splits = self.splits(text, &mut sources, true);
 
         // Byte-level BPE averages 3-4 bytes a token on text; a quarter of the length avoids most
         // regrowth of the seven vectors.

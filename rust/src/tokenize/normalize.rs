@@ -105,6 +105,8 @@ pub enum Outcome {
     /// ASCII in, ASCII out, byte `i` from byte `i`: no alignments needed.
     Bytewise(String),
     Changed(Normalized),
+    /// The normalized text without alignments (`apply_str_ids`: the ids-only path reads none).
+    Unaligned(String),
 }
 
 #[derive(Debug, Clone)]
@@ -218,6 +220,30 @@ impl Normalizer {
         }
     }
 
+    /// `apply_str` for a caller that reads no alignment (the fused ids-only loops): a Unicode
+    /// normal form transforms only the segments of the text that change (see
+    /// `normal_form::Form::normalized`).
+    #[must_use]
+    pub fn apply_str_unaligned(&self, s: &str) -> Outcome {
+        match self.form() {
+            Some(form) => form
+                .normalized(s)
+                .map_or(Outcome::Unchanged, Outcome::Unaligned),
+            None => self.apply_str(s),
+        }
+    }
+
+    /// The Unicode normal form this normalizer is, if it is one.
+    fn form(&self) -> Option<Form> {
+        match self {
+            Self::Nfc => Some(Form::Nfc),
+            Self::Nfd => Some(Form::Nfd),
+            Self::Nfkc => Some(Form::Nfkc),
+            Self::Nfkd => Some(Form::Nfkd),
+            _ => None,
+        }
+    }
+
     /// `n` in this Unicode normal form (one of the four only).
     fn to_form(&self, n: &Normalized) -> Normalized {
         match self {
@@ -231,14 +257,7 @@ impl Normalizer {
     /// Whether `s` is already in this Unicode normal form, so that normalizing changes nothing
     /// (see `normal_form`).
     fn already_normal(&self, s: &str) -> bool {
-        let form = match self {
-            Self::Nfc => Form::Nfc,
-            Self::Nfd => Form::Nfd,
-            Self::Nfkc => Form::Nfkc,
-            Self::Nfkd => Form::Nfkd,
-            _ => return false,
-        };
-        form.holds(s)
+        self.form().is_some_and(|form| form.holds(s))
     }
 
     /// The normalized text alone (for added tokens' normalized forms).

@@ -128,6 +128,19 @@ impl<'a> Sources<'a> {
         }
     }
 
+    /// Adds a normalized text without alignments, for a caller that never maps its pieces back
+    /// to the input (the fused ids-only loops): `original` and `normalized` must not be called
+    /// on its pieces.
+    pub fn add_unaligned(&mut self, origin: usize, text: String) -> Piece {
+        self.add(
+            origin,
+            Normalized {
+                text,
+                align: Vec::new(),
+            },
+        )
+    }
+
     /// Adds a text whose byte `i` came from input byte `origin + i`.
     pub fn add_bytewise(&mut self, origin: usize, text: String) -> Piece {
         let end = text.len() as u32;
