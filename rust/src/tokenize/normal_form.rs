@@ -265,11 +265,12 @@ mod tests {
             assert_eq!(got.is_none(), want == t, "{t:?}");
             assert_eq!(got.as_deref().unwrap_or(t), want, "{t:?}");
         };
-        let tricky: Vec<char> = "e\u{301}\u{300}\u{316}\u{345}\u{308}\u{327}\u{1100}\u{1161}\u{11a8}\
+        let tricky: Vec<char> =
+            "e\u{301}\u{300}\u{316}\u{345}\u{308}\u{327}\u{1100}\u{1161}\u{11a8}\
              \u{ac00}\u{212b}\u{3099}\u{30ab}\u{fb01}\u{f900}\u{0958}\u{093c}\u{0344}\u{0f73}\
              \u{1d15e}\u{05b0}\u{0e38}\u{0e48}A\u{c5}\u{e9} "
-            .chars()
-            .collect();
+                .chars()
+                .collect();
         for f in FORMS {
             for cp in 0x80u32..0x1_0000 {
                 let Some(c) = char::from_u32(cp) else {
