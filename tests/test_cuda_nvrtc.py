@@ -35,6 +35,8 @@ def _variants(name: str) -> list[dict[str, int]]:
                             "PREMUL_IN": pre,
                             "UNPREMUL_OUT": un,
                             "H_SHARED": shared,
+                            # resize_hv's staged horizontal phase, and its global-memory form
+                            "HV_STAGE": 1 - shared,
                         }
                     )
         return out

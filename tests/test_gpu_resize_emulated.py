@@ -36,13 +36,18 @@ def _cpu(img: np.ndarray, size: tuple[int, int], f: str) -> np.ndarray:
     return out if out.ndim == 3 else out[..., None]
 
 
-@pytest.fixture(params=[(True, 0), (False, 1), (False, 0)], ids=["fused", "shared", "global"])
+@pytest.fixture(
+    params=[(True, 0, 1), (True, 0, 0), (False, 1, 1), (False, 0, 1)],
+    ids=["fused-staged", "fused-global", "shared", "global"],
+)
 def h_shared(request, monkeypatch):
-    """Each form of the passes: both in one launch (resize_hv), or two launches with each form of
-    the horizontal pass (resize.cu's H_SHARED)."""
-    fused, shared = request.param
+    """Each form of the passes: both in one launch (resize_hv) with its horizontal phase staged by
+    16-byte loads or read from global memory (resize.cu's HV_STAGE), or two launches with each
+    form of the horizontal pass (resize.cu's H_SHARED)."""
+    fused, shared, stage = request.param
     monkeypatch.setattr(fastprep.gpu.resize, "FUSED", fused)
     monkeypatch.setattr(fastprep.gpu.resize, "H_SHARED", shared)
+    monkeypatch.setattr(fastprep.gpu.resize, "HV_STAGE", stage)
     return shared
 
 
@@ -327,3 +332,30 @@ def test_one_launch_tiles_for_1080p():
     tile = fastprep.gpu.resize._tile
     assert tile("bilinear", True, 1080, 224, 0, 224, 224, 3) == (32, 32)
     assert tile("bilinear", True, 1080, 224, 0, 224, 224, 16) == (32, 8)
+
+
+@pytest.mark.parametrize("stage", [1, 0])
+@pytest.mark.parametrize(
+    ("h", "w", "size", "dtype"), [(400, 600, (224, 224), "uint8"), (300, 500, (160, 96), "float32")]
+)
+def test_one_launch_staging_in_several_chunks(stage, h, w, size, dtype, monkeypatch):
+    """resize_hv's horizontal phase where a tile's source rows take several rounds of the staging
+    buffer (HV_STAGE_BYTES), and the same launch reading global memory, against the CPU path."""
+    monkeypatch.setattr(fastprep.gpu.resize, "HV_STAGE", stage)
+    be = EmuBackend()
+    imgs = [_img(h, w, 3, 11, dtype), _img(h - 7, w - 13, 3, 12, dtype)[1:, 3:]]  # the second one a strided view
+    for f in ("bilinear", "lanczos"):
+        got = fastprep.gpu_resize(imgs, size, filter=f, backend=be)
+        for i, img in enumerate(imgs):
+            np.testing.assert_array_equal(got[i], _cpu(np.ascontiguousarray(img), size, f), err_msg=f"{f} #{i}")
+    assert {(k, d["HV_STAGE"]) for k, d, _ in be.launches} == {("resize_hv", stage)}
+
+
+def test_one_launch_span_too_wide_to_stage_reads_global_memory():
+    """A tile whose source span does not fit the staging buffer (a 100x shrink: 32 outputs read
+    ~3,200 source pixels a row) takes the global-memory reads in the same launch."""
+    be = EmuBackend()
+    img = _img(12, 6400, 3, 13)
+    got = fastprep.gpu_resize(np.stack([img]), (64, 6), filter="bilinear", backend=be)
+    np.testing.assert_array_equal(got[0], _cpu(img, (64, 6), "bilinear"))
+    assert [k for k, _, _ in be.launches] == ["resize_hv"]

@@ -716,6 +716,14 @@ def _resize_bench(
         r["fastprep_gpu_s_two_launches"] = _gpu_time(call)
     finally:
         gpu.resize.FUSED = True
+    r["hv_stage"] = int(gpu.resize.HV_STAGE)
+    stage = gpu.resize.HV_STAGE
+    try:  # the one-launch form's other horizontal phase (16-byte staging / global-memory taps)
+        gpu.resize.HV_STAGE = 1 - stage
+        r[f"kernels_s_hv_stage_{1 - stage}"] = _kernel_time(call)
+        r[f"fastprep_gpu_s_hv_stage_{1 - stage}"] = _gpu_time(call)
+    finally:
+        gpu.resize.HV_STAGE = stage
     before = gpu.resize.H_SHARED
     other = 1 - before
     try:  # the other form of the two-launch horizontal pass (global reads / shared-memory staging)

@@ -29,6 +29,7 @@ static thread_local dim3 blockDim, gridDim;
 #define __device__
 #define __host__
 #define __forceinline__ inline
+#define __align__(n) alignas(n)
 #define __restrict__ __restrict
 #define __shared__ static
 #define __constant__ static const

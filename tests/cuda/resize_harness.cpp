@@ -1,5 +1,8 @@
 // CPU entry points for cuda/resize.cu under tests/cuda/cuda_emulation.h (built by
-// tests/cuda_emu.py with the same preamble defines the GPU launcher uses).
+// tests/cuda_emu.py with the same preamble defines the GPU launcher uses), in its exact (fiber)
+// mode: resize_hv's staged horizontal phase refills shared memory after barriers, which the
+// phase mode's replay would not emulate.
+#define EMU_FIBERS 1
 #include "cuda_emulation.h"
 #include "../../cuda/resize.cu"
 

@@ -25,6 +25,10 @@ _DTYPES = {"uint8": 0, "float32": 1, "float16": 2}
 # Both forms have since changed (tap-major weights, word-wise staging) and were not timed on a
 # GPU again; the GPU check times both, and the tests run both.
 H_SHARED = 0
+# resize_hv's horizontal phase: source rows staged in shared memory by 16-byte loads (1, the
+# default of resize.cu's HV_STAGE), or taps read from global memory one element a load (0). Both
+# are exact and the tests run both; not yet timed on a GPU (the GPU check times both).
+HV_STAGE = 1
 # Both passes of an image Pillow resizes horizontally first in one launch (resize.cu's resize_hv:
 # the intermediate in shared memory, never in device memory), or two launches (False). Both are
 # exact; the tests run both, the GPU check times both.
@@ -246,7 +250,8 @@ def run_resize(
     for ln in plan.launches:
         src = flat if ln.src == -1 else temps[ln.src]
         dst = out if ln.dst == -2 else temps[ln.dst]
-        defines = dict(ln.defines, H_SHARED=H_SHARED)  # read at each call: the tests switch it
+        # read at each call: the tests switch them
+        defines = dict(ln.defines, H_SHARED=H_SHARED, HV_STAGE=HV_STAGE)
         backend.launch(source, defines, ln.kernel, ln.grid, (src, dst, ln.desc, ln.bounds, ln.weights, *ln.more))
 
 
