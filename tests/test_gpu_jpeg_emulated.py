@@ -409,7 +409,7 @@ def test_coefficients_go_up_chunk_by_chunk_and_refused_files_still_decode(monkey
             refusals.extend(b for b in items if b is blobs[2])
             return [refused if b is blobs[2] else e for b, e in zip(items, errors, strict=True)]
 
-    monkeypatch.setattr(gpu.preprocess, "_core", Refusing())
+    monkeypatch.setattr(gpu.upload, "_core", Refusing())
     be = _UploadRecorder()
     got = gpu.gpu_preprocess(blobs, num_threads=1, entropy="cpu", backend=be)
     np.testing.assert_array_equal(got, fastprep.preprocess(blobs))

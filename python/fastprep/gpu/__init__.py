@@ -21,8 +21,9 @@ independently of the array library, so the tests run the very same plan through 
 of the kernels (tests/cuda_emu.py) on machines without a GPU.
 
 One module per kernel file of ``cuda/`` (``resize``, ``normalize``, ``jpeg_idct``,
-``jpeg_entropy``, ``jpeg_fused``), ``backend`` (CuPy, pinned staging) and ``preprocess`` (the
-batch plan).
+``jpeg_entropy``, ``jpeg_fused``), ``backend`` (CuPy, pinned staging), and ``preprocess``'s
+stages: ``plan`` (the host's plan of a batch), ``upload`` (staging, upload, entropy decoding) and
+``pixels`` (IDCT, resize, crop, normalize).
 """
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ from .backend import _backend as _backend
 from .jpeg_idct import JpegPlan as JpegPlan
 from .jpeg_idct import plan_jpeg as plan_jpeg
 from .jpeg_idct import run_jpeg_decode as run_jpeg_decode
-from .preprocess import _align as _align
-from .preprocess import _draft_denom as _draft_denom
+from .plan import _align as _align
+from .plan import _draft_denom as _draft_denom
 from .preprocess import gpu_preprocess
 from .resize import gpu_resize
 from .resize import run_resize as run_resize
