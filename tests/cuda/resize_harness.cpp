@@ -1,8 +1,11 @@
 // CPU entry points for cuda/resize.cu under tests/cuda/cuda_emulation.h (built by
-// tests/cuda_emu.py with the same preamble defines the GPU launcher uses), in its exact (fiber)
-// mode: resize_hv's staged horizontal phase refills shared memory after barriers, which the
-// phase mode's replay would not emulate.
+// tests/cuda_emu.py with the same preamble defines the GPU launcher uses). resize_hv's staged
+// horizontal phase (HV_STAGE, resize.cu's default) refills shared memory after barriers, which
+// the emulation's phase mode would not replay exactly: such a build takes the exact (fiber) mode.
+// The launcher passes HV_STAGE 0 with the other kernels, which keep the faster phase mode.
+#if !defined(HV_STAGE) || HV_STAGE
 #define EMU_FIBERS 1
+#endif
 #include "cuda_emulation.h"
 #include "../../cuda/resize.cu"
 

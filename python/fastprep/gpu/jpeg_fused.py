@@ -205,7 +205,8 @@ def run_fused(
         )
     v = plan.vertical
     if v is not None:
-        defines = dict(v.defines, H_SHARED=resize.H_SHARED)  # read at each call: the tests switch it
+        # H_SHARED read at each call (the tests switch it); no resize_hv here (HV_STAGE 0)
+        defines = dict(v.defines, H_SHARED=resize.H_SHARED, HV_STAGE=0)
         args = (inter, out, v.desc, v.bounds, v.weights)
         backend.launch(kernel_source("resize.cu"), defines, v.kernel, v.grid, args if lut is None else (*args, lut))
 

@@ -250,8 +250,10 @@ def run_resize(
     for ln in plan.launches:
         src = flat if ln.src == -1 else temps[ln.src]
         dst = out if ln.dst == -2 else temps[ln.dst]
-        # read at each call: the tests switch them
-        defines = dict(ln.defines, H_SHARED=H_SHARED, HV_STAGE=HV_STAGE)
+        # read at each call: the tests switch them (HV_STAGE only matters to resize_hv; 0 for the
+        # others keeps their CPU emulation in its fast mode, see tests/cuda/resize_harness.cpp)
+        stage = HV_STAGE if ln.kernel == "resize_hv" else 0
+        defines = dict(ln.defines, H_SHARED=H_SHARED, HV_STAGE=stage)
         backend.launch(source, defines, ln.kernel, ln.grid, (src, dst, ln.desc, ln.bounds, ln.weights, *ln.more))
 
 
