@@ -172,6 +172,10 @@ impl<'a> Sources<'a> {
             if s == e || src.bytewise {
                 return (src.origin + s, src.origin + e);
             }
+            debug_assert!(
+                !src.norm.align.is_empty(),
+                "a piece of an unaligned text (`add_unaligned`) mapped back to the input"
+            );
             (
                 src.origin + src.norm.align[s].0 as usize,
                 src.origin + src.norm.align[e - 1].1 as usize,
