@@ -118,3 +118,43 @@ def test_strict_and_device_errors(tmp_path: Path) -> None:
 def test_sizes_below_one_are_refused(tmp_path: Path, setting: str) -> None:
     with pytest.raises(JobError, match=f"--{setting.replace('_', '-')} must be at least 1"):
         run_images(ImagesSettings([str(DATA)], str(tmp_path / "out"), progress=False, **{setting: 0}))
+
+
+def test_chunk_plan_covers_every_image_once() -> None:
+    from fastprep.jobs.images import FIRST_CHUNK, Unit, chunk_sizes
+
+    def units(*sizes: int) -> list[Unit]:
+        return [Unit(str(k), [None] * n) for k, n in enumerate(sizes)]  # type: ignore[list-item]
+
+    for sizes in [(0,), (1,), (3,), (100,), (64, 64, 7), (0, 200, 0), (9, 0, 5)]:
+        for bs in (1, 2, 7, 64):
+            plan = chunk_sizes(units(*sizes), bs)
+            assert [sum(p) for p in plan] == list(sizes)
+            assert all(0 < n <= bs for p in plan for n in p)
+    plan = chunk_sizes(units(256, 100), 64)
+    assert plan[0][0] == FIRST_CHUNK and plan[0][1] == 64 - FIRST_CHUNK  # the cores start early
+    assert plan[1][-2:] == [27, 9]  # the last batch (36) is cut 3/4 + 1/4: a short final write
+
+
+def test_many_chunks_and_shards_match_one_image_at_a_time(tmp_path: Path) -> None:
+    """Shards and rows are the same whatever the chunking (first chunk, tapered last batch, two
+    chunks in flight) and equal ``preprocess`` on the files."""
+    tree = tmp_path / "set"
+    blobs = {f"{'ab'[k % 2]}/{k:03d}.png": _png(k) for k in range(30)}
+    blobs["a/bad.jpg"] = CORRUPT
+    for name, blob in blobs.items():
+        (tree / name).parent.mkdir(parents=True, exist_ok=True)
+        (tree / name).write_bytes(blob)
+    outs = {}
+    for bs in (1, 10, 64):
+        out = tmp_path / f"out{bs}"
+        run_images(ImagesSettings([str(tree)], str(out), crop=32, resize_shorter=40, shard_size=12, batch_size=bs))
+        outs[bs] = _load(out)
+        assert sorted(p.name for p in out.iterdir()) == sorted(p.name for p in (tmp_path / "out1").iterdir())
+    for bs in (10, 64):
+        np.testing.assert_array_equal(outs[bs][0], outs[1][0])
+        assert outs[bs][1].tolist() == outs[1][1].tolist() and outs[bs][2] == outs[1][2]
+    good = [str(tree / k) for k in sorted(blobs) if blobs[k] != CORRUPT]
+    assert outs[1][2] == good
+    expected = fastprep.preprocess([Path(p).read_bytes() for p in good], resize_shorter=40, crop=32, dtype="uint8")
+    np.testing.assert_array_equal(outs[64][0], expected)
