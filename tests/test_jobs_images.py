@@ -137,8 +137,8 @@ def test_chunk_plan_covers_every_image_once() -> None:
 
 
 def test_many_chunks_and_shards_match_one_image_at_a_time(tmp_path: Path) -> None:
-    """Shards and rows are the same whatever the chunking (first chunk, tapered last batch, two
-    chunks in flight) and equal ``preprocess`` on the files."""
+    """Shards and rows are the same whatever the chunking (a short first chunk, the last batch
+    cut in two) and equal ``preprocess`` on the files."""
     tree = tmp_path / "set"
     blobs = {f"{'ab'[k % 2]}/{k:03d}.png": _png(k) for k in range(30)}
     blobs["a/bad.jpg"] = CORRUPT

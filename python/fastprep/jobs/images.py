@@ -283,8 +283,6 @@ class ShardWriter:
             self._cm = self._f = None
 
 
-# Chunks preprocessed at once (see _pipeline).
-PREPROCESS_IN_FLIGHT = 2
 # The job's first chunk: this many images, so that the cores start after a few reads instead of
 # a whole batch's (~50 ms for 64 photos on 2 cores, 2-3% of a 256-image job).
 FIRST_CHUNK = 8
@@ -310,11 +308,11 @@ def chunk_sizes(units: list[Unit], batch_size: int) -> list[list[int]]:
 
 
 def _pipeline(job: ImagesJob, units: list[Unit], manifest: Manifest, stats: JobStats, bar: Progress) -> None:
-    """read -> preprocess -> write on their own threads, each stage in order (the output does not
-    depend on the timing). Two chunks are preprocessed at once: while one call's Python part
-    runs (its ok mask, its stage timings), the cores work on the other."""
-    from concurrent.futures import Future, ThreadPoolExecutor
-
+    """read -> preprocess -> write on three threads, each stage in order (the output does not
+    depend on the timing). One chunk is preprocessed at a time, on every core: two at once
+    shared the cores and ended together, so that the job's last two writes both came after the
+    last image (its tail 70 ms instead of 40 on 2 cores), and the Python part between two calls
+    is ~1 ms."""
     to_proc: queue.Queue[Any] = queue.Queue(maxsize=2)
     to_write: queue.Queue[Any] = queue.Queue(maxsize=2)
     failure: list[BaseException] = []
@@ -359,10 +357,9 @@ def _pipeline(job: ImagesJob, units: list[Unit], manifest: Manifest, stats: JobS
         w = ShardWriter(job)
         try:
             while True:
-                item = to_write.get()
-                if item is _DONE:
+                c = to_write.get()
+                if c is _DONE:
                     return
-                c = item.result()  # in order: a chunk that failed stops the job here
                 t0 = time.perf_counter()
                 entry = w.write(c)
                 if entry is not None:
@@ -388,7 +385,6 @@ def _pipeline(job: ImagesJob, units: list[Unit], manifest: Manifest, stats: JobS
     ]
     for t in threads:
         t.start()
-    pool = ThreadPoolExecutor(max_workers=PREPROCESS_IN_FLIGHT, thread_name_prefix="fastprep-preprocess")
     try:
         while True:
             c = to_proc.get()
@@ -396,12 +392,16 @@ def _pipeline(job: ImagesJob, units: list[Unit], manifest: Manifest, stats: JobS
                 break
             if stop.is_set():
                 continue  # drain, so that the reader can finish
-            fut: Future[Chunk] = pool.submit(preprocess, c)
-            to_write.put(fut)  # bounded: at most a few chunks ahead of the writer
+            try:
+                preprocess(c)
+            except BaseException as e:
+                failure.append(e)
+                stop.set()
+                continue
+            to_write.put(c)
     finally:
         to_write.put(_DONE)
         for t in threads:
             t.join()
-        pool.shutdown(wait=True)
     if failure:
         raise failure[0]
