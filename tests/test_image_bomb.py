@@ -286,15 +286,24 @@ def test_the_gpu_path_warns_for_its_own_images(big, big_rotated_jpeg):
 
     from .cuda_emu import EmuBackend
 
+    class LaunchesOnly(EmuBackend):
+        """Records the launches without running them: the flag is set before any kernel, and
+        the emulation's resize of a 90 M pixel image took ~35 s a call."""
+
+        def launch(self, source: str, defines: dict[str, int], kernel: str, grid: Any, *a: Any, **k: Any) -> None:
+            self.launches.append((kernel, dict(defines), grid))
+
     small = _gray1(64, 48)
-    for batch, kw, want in (
-        ([small, big, small], {}, rf"1 image\(s\) of the batch, the first \(index 1\) {W}x{H} "),
-        ([small, small, big_rotated_jpeg], {"draft": True, "entropy": "cpu"}, r"\(index 2\) 7500x12000 "),
+    for batch, kw, backend, want in (
+        ([small, big, small], {}, LaunchesOnly, rf"1 image\(s\) of the batch, the first \(index 1\) {W}x{H} "),
+        ([small, small, big_rotated_jpeg], {"draft": True, "entropy": "cpu"}, EmuBackend, r"\(index 2\) 7500x12000 "),
     ):
         with pytest.warns(DecompressionBombWarning, match=want) as record:
-            gpu_preprocess(batch, resize_shorter=32, crop=32, backend=EmuBackend(), **kw)
+            ran = backend()
+            gpu_preprocess(batch, resize_shorter=32, crop=32, backend=ran, **kw)
         assert len(_bomb_warnings(record.list)) == 1 and record[0].filename == __file__
+        assert ran.launches, "the batch went to the kernels"
         with warnings.catch_warnings(record=True) as quiet:
             warnings.simplefilter("always")
-            gpu_preprocess(batch, resize_shorter=32, crop=32, max_pixels=None, backend=EmuBackend(), **kw)
+            gpu_preprocess(batch, resize_shorter=32, crop=32, max_pixels=None, backend=backend(), **kw)
         assert not _bomb_warnings(quiet)
