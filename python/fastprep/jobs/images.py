@@ -293,10 +293,7 @@ def chunk_sizes(units: list[Unit], batch_size: int) -> list[list[int]]:
     except the job's first chunk (``FIRST_CHUNK``, so that the cores start early) and its last
     batch, cut in two (3/4, 1/4) so that the last write and sync, which nothing overlaps, are a
     quarter of a batch. The output does not depend on these sizes: rows are appended in order."""
-    plan = []
-    for u in units:
-        sizes = [min(batch_size, len(u.items) - k) for k in range(0, len(u.items), batch_size)]
-        plan.append(sizes)
+    plan = [[min(batch_size, len(u.items) - k) for k in range(0, len(u.items), batch_size)] for u in units]
     first = next((p for p in plan if p), None)
     if first is not None and first[0] > FIRST_CHUNK:
         first[0:1] = [FIRST_CHUNK, first[0] - FIRST_CHUNK]
