@@ -132,7 +132,8 @@ def _gpu_time(fn: Any, repeat: int = 20) -> float:
 
 def _kernel_time(fn: Any, repeat: int = 20) -> float:
     """The median over calls of the summed GPU time of the kernels fn() launches (CUDA events
-    around each launch), without the host's planning and launch overhead between them."""
+    around each launch), without the host's planning and launch overhead between them; a
+    ``preprocess`` batch as one chunk on one stream."""
     be = DEV.be
     spans: list[tuple[Any, Any]] = []
     launch = be.launch
@@ -145,6 +146,7 @@ def _kernel_time(fn: Any, repeat: int = 20) -> float:
         spans.append((start, end))
 
     be.launch = timed  # type: ignore[method-assign]
+    chunk, gpu.streams.CHUNK = gpu.streams.CHUNK, 0  # one stream: spans that do not overlap
     try:
         for _ in range(DEV.repeat(3)):
             fn()
@@ -153,10 +155,11 @@ def _kernel_time(fn: Any, repeat: int = 20) -> float:
         for _ in range(DEV.repeat(repeat)):
             spans.clear()
             fn()
-            spans[-1][1].synchronize()
+            DEV.sync()
             totals.append(sum(DEV.elapsed(a, b) for a, b in spans))
     finally:
         del be.launch
+        gpu.streams.CHUNK = chunk
     return statistics.median(totals)
 
 
@@ -357,7 +360,8 @@ def _h2d_bytes(fn: Any) -> dict[str, int]:
 
 
 def _kernel_breakdown(fn: Any, repeat: int = 5) -> dict[str, float]:
-    """Median GPU time per kernel name over calls of fn() (CUDA events around each launch)."""
+    """Median GPU time per kernel name over calls of fn() (CUDA events around each launch), the
+    batch as one chunk on one stream."""
     be = DEV.be
     spans: list[tuple[str, Any, Any]] = []
     launch = be.launch
@@ -370,13 +374,14 @@ def _kernel_breakdown(fn: Any, repeat: int = 5) -> dict[str, float]:
         spans.append((kernel, start, end))
 
     be.launch = timed  # type: ignore[method-assign]
+    chunk, gpu.streams.CHUNK = gpu.streams.CHUNK, 0  # one stream: spans that do not overlap
     try:
         fn()
         per: dict[str, list[float]] = {}
         for _ in range(DEV.repeat(repeat)):
             spans.clear()
             fn()
-            spans[-1][2].synchronize()
+            DEV.sync()
             sums: dict[str, float] = {}
             for k, a, b in spans:
                 sums[k] = sums.get(k, 0.0) + DEV.elapsed(a, b)
@@ -384,6 +389,7 @@ def _kernel_breakdown(fn: Any, repeat: int = 5) -> dict[str, float]:
                 per.setdefault(k, []).append(v)
     finally:
         del be.launch
+        gpu.streams.CHUNK = chunk
     return {k: statistics.median(v) for k, v in per.items()}
 
 
@@ -452,6 +458,17 @@ def _jpeg_bench(
         r["fastprep_gpu_kernels_s"] = _kernel_breakdown(lambda: DEV.preprocess(blobs))
         # The same batch without the fused decode + horizontal pass (jpeg_idct, jpeg_color, then
         # resize.cu over the full-size RGB images): what the fusion saves, and its result alike.
+        # The same batch as one chunk on the caller's stream (no overlap of chunk stages on two
+        # streams, gpu/streams.py): what the overlap saves, and its result alike.
+        chunk = gpu.streams.CHUNK
+        r["chunk_images"] = chunk
+        gpu.streams.CHUNK = 0
+        try:
+            r["fastprep_gpu_one_chunk_s"] = _wall(lambda: DEV.preprocess(blobs))
+            one = DEV.asnumpy(DEV.preprocess(blobs))
+        finally:
+            gpu.streams.CHUNK = chunk
+        r["fastprep_gpu_chunked_vs_one_chunk_max_diff"] = float(np.abs(DEV.asnumpy(DEV.preprocess(blobs)) - one).max())
         gpu.jpeg_fused.ENABLED = False
         try:
             r["fastprep_gpu_unfused_s"] = _wall(lambda: DEV.preprocess(blobs))

@@ -12,9 +12,11 @@ horizontally by one kernel per row strip in shared memory (``cuda/jpeg_fused.cu`
 resize's two passes run as one launch (``resize_hv``): no full-size image or intermediate is
 written to device memory.
 
-Everything runs on the caller's current CuPy stream; the result is a CuPy array (DLPack-exportable,
-so ``torch.from_dlpack(out)`` shares it). Nothing goes back to the host but one status word per
-GPU-decoded JPEG.
+Everything is ordered on the caller's current CuPy stream (a large batch runs in chunks on two
+streams of its own that start after the caller's and that the caller's waits for, so one chunk's
+upload and entropy decoding overlap the previous one's pixel kernels); the result is a CuPy array
+(DLPack-exportable, so ``torch.from_dlpack(out)`` shares it). Nothing goes back to the host but
+one status word per GPU-decoded JPEG.
 
 The launch plan (tables, per-image descriptors, grids, the order of the passes) is built here
 independently of the array library, so the tests run the very same plan through a CPU emulation
@@ -22,18 +24,19 @@ of the kernels (tests/cuda_emu.py) on machines without a GPU.
 
 One module per kernel file of ``cuda/`` (``resize``, ``normalize``, ``jpeg_idct``,
 ``jpeg_entropy``, ``jpeg_fused``), ``backend`` (CuPy, pinned staging), and ``preprocess``'s
-stages: ``plan`` (the host's plan of a batch), ``upload`` (staging, upload, entropy decoding) and
-``pixels`` (IDCT, resize, crop, normalize).
+stages: ``plan`` (the host's plan of a batch), ``upload`` (staging, upload, entropy decoding),
+``pixels`` (IDCT, resize, crop, normalize) and ``streams`` (the chunks of a batch on two streams).
 """
 
 from __future__ import annotations
 
 from . import jpeg_fused as jpeg_fused
 from . import resize as resize
+from . import streams as streams
 
 # The public names, and (as explicit re-exports) what the tests and benchmarks reach; the mutable
 # settings live in their modules: resize.H_SHARED, resize.FUSED, resize._RGBA_CHECKED,
-# jpeg_fused.ENABLED, jpeg_idct.MAX_GRID_Z.
+# jpeg_fused.ENABLED, jpeg_idct.MAX_GRID_Z, streams.CHUNK.
 from .backend import BLOCK as BLOCK
 from .backend import Backend as Backend
 from .backend import CupyBackend as CupyBackend

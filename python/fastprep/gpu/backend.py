@@ -53,6 +53,7 @@ class CupyBackend:
         self._lock = threading.Lock()
         self._pinned: dict[int, Any] = {}
         self._in_flight: list[tuple[Any, Any]] = []
+        self._streams: dict[int, list[Any]] = {}
 
     def asarray(self, obj: Any) -> Any:
         return self.xp.asarray(obj)
@@ -89,6 +90,28 @@ class CupyBackend:
     def upload(self, dst: Any, host: Any, start: int, end: int) -> None:
         """dst[start:end] = host[start:end], asynchronous on the current stream (host is pinned)."""
         dst[start:end].set(host[start:end], stream=self.xp.cuda.get_current_stream())
+
+    def fork(self, count: int) -> list[Any]:
+        """`count` streams of the current device (non-blocking: no implicit order with the legacy
+        default stream; made once per device and kept) that start after the work queued so far
+        on the current stream. Calls from several threads may share them: each call's own events
+        order its work, the sharing can only make one wait for another, never reorder it."""
+        cuda = self.xp.cuda
+        ready = cuda.get_current_stream().record()
+        with self._lock:
+            streams = self._streams.setdefault(self.device_id, [])
+            while len(streams) < count:
+                streams.append(cuda.Stream(non_blocking=True))
+            streams = streams[:count]
+        for s in streams:
+            s.wait_event(ready)
+        return streams
+
+    def join(self, streams: list[Any]) -> None:
+        """The current stream waits for the work queued so far on `streams`."""
+        current = self.xp.cuda.get_current_stream()
+        for s in streams:
+            current.wait_event(s.record())
 
     def _reap(self) -> None:
         with self._lock:

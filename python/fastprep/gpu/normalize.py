@@ -29,15 +29,16 @@ def run_normalize(
     std: Sequence[float],
     dtype: str,
     layout: str,
+    out: Any = None,
 ) -> Any:
     """`count` packed HWC uint8 crops of cw x ch in `crops` -> a (count, 3 * cw * ch) array of
-    `dtype` in `layout`: one launch for the batch."""
+    `dtype` in `layout` (`out`, contiguous, where given): one launch for the batch."""
     import numpy as np
 
     xp = be.xp
     per = cw * ch * 3
     lut = normalize_table(be, mean, std, dtype)
-    dense = xp.empty(count * per, dtype=dtype)
+    dense = xp.empty(count * per, dtype=dtype) if out is None else out
     defines = {"OUT_DTYPE": 1 if dtype == "float32" else 2, "OUT_NCHW": int(layout == "NCHW"), "CHANNELS": 3}
     grid = (-(-cw // BLOCK[0]), -(-ch // BLOCK[1]), count)
     i32, i64 = np.int32, np.int64

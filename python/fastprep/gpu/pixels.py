@@ -15,19 +15,19 @@ from .plan import _crop_windows, _Options, _Plan
 from .resize import _Image, run_resize
 
 
-def _pixels(be: Backend, plan: _Plan, opts: _Options, flat: Any, ok_idx: list[int], n: int) -> Any:
-    """The batch (n images, zero where not in `ok_idx`) from the coefficients and pixels in `flat`:
-    the kernels' IDCT and colour conversion (fused with the horizontal pass where the JPEG allows),
-    the resize of each crop window, and normalize into the batch's dtype and layout."""
+def _pixels(be: Backend, plan: _Plan, opts: _Options, flat: Any, ok_idx: list[int], out: Any) -> None:
+    """Into `out` (the batch's rows of these images, flat and zeroed: the rows not in `ok_idx` stay
+    zero), from the coefficients and pixels in `flat`: the kernels' IDCT and colour conversion
+    (fused with the horizontal pass where the JPEG allows), the resize of each crop window, and
+    normalize into the batch's dtype and layout."""
     import numpy as np
 
     xp = be.xp
     cw, ch = opts.cw, opts.ch
     per = cw * ch * 3
-    shape = (n, 3, ch, cw) if opts.layout == "NCHW" else (n, ch, cw, 3)
-    result = xp.zeros(n * per, dtype=opts.dtype)
+    n = out.size // per
     if not ok_idx:
-        return result.reshape(shape)
+        return
     jpegs, fused = plan.jpegs, plan.fused
     coefs = flat[: plan.coef_bytes].view(xp.int16)
     if len(fused) < len(jpegs):
@@ -66,9 +66,11 @@ def _pixels(be: Backend, plan: _Plan, opts: _Options, flat: Any, ok_idx: list[in
         # itself, in its dtype (through the normalize table) and layout.
         lut = None if opts.dtype == "uint8" else normalize_table(be, opts.mean, opts.std, opts.dtype)
         sy, sx, sc = (cw, 1, cw * ch) if opts.layout == "NCHW" else (cw * 3, 3, 1)
-        fused_into(list(everything), result, [_Image(int(i) * per, ch, cw, sy, sx, sc) for i in ok_idx], lut)
-        return result.reshape(shape)
-    crops = xp.empty(len(ok_idx) * per, dtype="uint8")
+        fused_into(list(everything), out, [_Image(int(i) * per, ch, cw, sy, sx, sc) for i in ok_idx], lut)
+        return
+    # The packed HWC uint8 crops: the batch itself where it is that (NHWC uint8, every image).
+    in_place = opts.dtype == "uint8" and opts.layout == "NHWC" and len(ok_idx) == n
+    crops = out if in_place else xp.empty(len(ok_idx) * per, dtype="uint8")
     outs = [_Image(k * per, ch, cw, cw * 3, 3, 1) for k in everything]
     pos = [k for k, i in enumerate(ok_idx) if i in fused]
     if pos:
@@ -88,15 +90,20 @@ def _pixels(be: Backend, plan: _Plan, opts: _Options, flat: Any, ok_idx: list[in
             crops,
             [outs[k] for k in rest],
         )
+    if in_place:
+        return
+    rows = out.reshape(n, per)
     if opts.dtype == "uint8":
         packed = crops.reshape(len(ok_idx), ch, cw, 3)
         if opts.layout == "NCHW":
             packed = packed.transpose(0, 3, 1, 2)
-        dense = xp.ascontiguousarray(packed).reshape(len(ok_idx), per)
+        dense = packed.reshape(len(ok_idx), per) if opts.layout == "NHWC" else packed
     else:
-        dense = run_normalize(be, crops, len(ok_idx), cw, ch, opts.mean, opts.std, opts.dtype, opts.layout)
+        into = out if len(ok_idx) == n else None  # written in place: nothing to copy after
+        dense = run_normalize(be, crops, len(ok_idx), cw, ch, opts.mean, opts.std, opts.dtype, opts.layout, into)
+        if into is not None:
+            return
     if len(ok_idx) == n:
-        return dense.reshape(shape)
-    result = result.reshape(n, per)
-    result[xp.asarray(np.asarray(ok_idx))] = dense
-    return result.reshape(shape)
+        rows.reshape(dense.shape)[...] = dense  # one copy (the transpose too, for uint8 NCHW)
+    else:
+        rows[xp.asarray(np.asarray(ok_idx))] = dense.reshape(len(ok_idx), per)

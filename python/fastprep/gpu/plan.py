@@ -155,11 +155,17 @@ class _Plan:
         return self.coef_bytes + (_align(self.scan_batch.nbytes) if self.scan_batch else 0)
 
 
-def _plan(blobs: list[bytes], opts: _Options, limit: int | None, apply_exif_orientation: bool) -> _Plan:
+def _plan(
+    blobs: list[bytes], opts: _Options, limit: int | None, apply_exif_orientation: bool, kernels: bool = True
+) -> _Plan:
     """Reads the headers, plans the kernel-decoded JPEGs and their scans, decodes the other files
-    on the CPU, and lays the device buffer out (see `_Plan`)."""
+    on the CPU, and lays the device buffer out (see `_Plan`). ``kernels=False`` has the CPU
+    decode every file."""
     layouts = _core.jpeg_layouts(blobs, limit, apply_exif_orientation, opts.num_threads) if blobs else []
-    jpegs, scans = _plan_jpegs(blobs, layouts, opts.draft, opts.shorter, opts.size, opts.entropy)
+    jpegs: dict[int, JpegPlan] = {}
+    scans: dict[int, ScanPlan] = {}
+    if kernels:
+        jpegs, scans = _plan_jpegs(blobs, layouts, opts.draft, opts.shorter, opts.size, opts.entropy)
     coef_offsets: dict[int, int] = {}
     coef_bytes = 0
     for i in [*(i for i in jpegs if i not in scans), *scans]:

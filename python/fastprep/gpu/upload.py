@@ -1,7 +1,8 @@
 """The upload and entropy stage of ``preprocess(device="cuda")``: the pinned staging block holds
 the compressed scans, the CPU-entropy-decoded coefficients and the CPU-decoded pixels; the scans are
-entropy-decoded on the GPU while the CPU decodes the rest chunk by chunk, each chunk uploaded as it
-is done. A file a decoder refuses goes to the CPU decoder, which has the last word."""
+entropy-decoded on the GPU while the CPU decodes the rest part by part, each part uploaded as it
+is done. A file a decoder refuses goes to the CPU decoder, which has the last word (for the scans
+the GPU flags, once the whole batch is queued: ``preprocess.py`` reads their status words)."""
 
 from __future__ import annotations
 
@@ -17,14 +18,17 @@ from .plan import _align, _cpu_decode, _Options, _Plan
 
 def _upload_and_entropy(
     be: Backend, blobs: list[bytes], plan: _Plan, opts: _Options, limit: int | None, apply_exif_orientation: bool
-) -> Any:
-    """The device buffer of `plan`, with every coefficient and CPU-decoded pixel in place. JPEGs
-    a decoder refuses leave `plan.jpegs` and are decoded on the CPU (libjpeg-turbo has the last
-    word); their pixels (rarely any) are appended to the buffer, which is then returned grown."""
+) -> tuple[Any, Any]:
+    """The device buffer of `plan`, with every coefficient and CPU-decoded pixel in place (once
+    the queued work is done), and the device array of the GPU-decoded scans' status words (one
+    per scan of `plan.scans`, in its order; None without any), not read here: the caller reads
+    them, and has the CPU decode the scans they flag. JPEGs libjpeg-turbo's coefficient reader
+    refuses leave `plan.jpegs` and are decoded on the CPU (libjpeg-turbo has the last word);
+    their pixels (rarely any) are appended to the buffer, which is then returned grown."""
     xp = be.xp
     host, release = _staging(be, plan.staged)
     flat = xp.empty(max(plan.end, 1), dtype="uint8")
-    refused = _entropy_decode(
+    refused, status = _entropy_decode(
         be,
         blobs,
         plan.jpegs,
@@ -64,7 +68,7 @@ def _upload_and_entropy(
         for i, a in late.items():
             if a is not None:
                 flat[plan.pix_offsets[i] : plan.pix_offsets[i] + a.size] = be.asarray(a.reshape(-1))
-    return flat
+    return flat, status
 
 
 def _entropy_decode(
@@ -78,23 +82,20 @@ def _entropy_decode(
     host: Any,
     flat: Any,
     num_threads: int | None,
-) -> list[int]:
+) -> tuple[list[int], Any]:
     """Every planned JPEG's coefficients into flat[coef_offsets[i]:]: the scans of `batch` go up
     (from `host`, at byte at[1] of both buffers) and are decoded on the GPU into the zeroed region
     from byte at[0]; the other JPEGs are entropy-decoded on the CPU into `host` and uploaded chunk
-    by chunk meanwhile. Returns the JPEGs refused (by libjpeg-turbo's coefficient reader, or
-    flagged by the GPU decoder): the CPU decoder has the last word on those."""
-    import numpy as np
-
+    by chunk meanwhile. Returns the JPEGs libjpeg-turbo's coefficient reader refused (the CPU
+    decoder has the last word on those) and the GPU decoder's status array (or None)."""
     xp = be.xp
     gpu_coefs, scan_at = at
     coef_bytes = scan_at
     status = None
-    scan_idx = list(scans)
     if batch is not None:
         # Only the compressed scans go up: the GPU unstuffs and decodes them into coefficients
         # while the CPU entropy-decodes the other JPEGs below.
-        for i, src in zip(scan_idx, batch.src_offsets, strict=True):
+        for i, src in zip(scans, batch.src_offsets, strict=True):
             sp = scans[i]
             host[scan_at + src : scan_at + src + sp.end - sp.start] = memoryview(blobs[i])[sp.start : sp.end]
         _upload(be, flat, host, scan_at, scan_at + batch.nbytes)
@@ -118,9 +119,4 @@ def _entropy_decode(
             end = coef_offsets[part[-1]] + _align(2 * plans[part[-1]].coefficients)
             _upload(be, flat, host, coef_offsets[part[0]], end)
         refused = [i for i, e in zip(cpu_jpeg, errors, strict=True) if e is not None]
-    if status is not None:
-        # The one read-back of the path: a status word per GPU-decoded scan. A scan the kernels
-        # flag (damaged, or what they do not decode as libjpeg-turbo does) goes to the CPU.
-        flags = getattr(xp, "asnumpy", np.asarray)(status)
-        refused += [i for k, i in enumerate(scan_idx) if flags[k]]
-    return refused
+    return refused, status
