@@ -179,3 +179,28 @@ def test_every_kernel_form_equals_the_cpu_on_the_device(fused, monkeypatch):
         for i in range(3):
             want = fastprep.resize(batch[i] if c > 1 else batch[i, ..., 0], (45, 67), filter="lanczos")
             np.testing.assert_array_equal(got[i], want if c > 1 else want[..., None])
+
+
+def test_chunks_on_two_streams_equal_the_cpu_pipeline_in_the_callers_stream_order(monkeypatch):
+    """A batch in chunks of 2 on fastprep's two streams, called on a stream of the caller's own
+    (non-blocking: no implicit order with anything) and read back on that stream: the fork and
+    join events must order everything, the flagged scans' CPU decodes included."""
+    import cupy
+
+    from fastprep import gpu
+
+    from . import image_data as data
+
+    monkeypatch.setattr(gpu.streams, "CHUNK", 2)
+    v = data.jpeg_variants()
+    blobs = [v[k] for k in ("china-q75-420", "flower-prog-422", "grace_hopper-gray", "china-restart")]
+    blobs += [v["china-1920x1080-420"], v["china-cmyk"], data.png_variants()["rgb8"]]
+    good = v["china-q75-420"]
+    sos = good.index(b"\xff\xda")
+    blobs += [good[: sos + (len(good) - sos) // 2] + b"\xff\xd9", v["flower-q95-444"]]  # flagged, CPU repairs
+    for kw in ({"dtype": "float32"}, {"dtype": "uint8", "layout": "NHWC"}):
+        want = fastprep.preprocess(blobs, **kw)
+        with cupy.cuda.Stream(non_blocking=True) as mine:
+            for _ in range(3):
+                got = fastprep.preprocess(blobs, device="cuda", **kw)
+                np.testing.assert_array_equal(cupy.asnumpy(got, stream=mine), want, err_msg=str(kw))

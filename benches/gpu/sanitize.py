@@ -89,9 +89,17 @@ def main(argv: list[str] | None = None) -> int:
         sos = b.index(b"\xff\xda")
         d[sos + 40 + 97 * k] ^= 0x5A
         damaged += [bytes(d), b[: sos + (len(b) - sos) // 2] + b"\xff\xd9"]
-    got, ok = fastprep.preprocess(damaged + jpegs, device="cuda", on_error="skip", backend=be)
     want, want_ok = fastprep.preprocess(damaged + jpegs, on_error="skip")
-    bad += int(ok.tolist() != want_ok.tolist() or not np.array_equal(asnumpy(got), want))
+    from fastprep.gpu import streams
+
+    chunk = streams.CHUNK
+    for size in (chunk, 2):  # as one chunk, and in chunks of 2 on two streams
+        streams.CHUNK = size
+        try:
+            got, ok = fastprep.preprocess(damaged + jpegs, device="cuda", on_error="skip", backend=be)
+        finally:
+            streams.CHUNK = chunk
+        bad += int(ok.tolist() != want_ok.tolist() or not np.array_equal(asnumpy(got), want))
     sync()
     print(f"sanitize workload done{' (emulated)' if args.emulate else ''}, {bad} results differ from the CPU")
     return 1 if bad else 0
