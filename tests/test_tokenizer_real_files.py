@@ -138,9 +138,9 @@ def test_j2_sentencepiece_unigram_with_user_defined_pieces() -> None:
     whitespace pieces whose scores are exact multiples of one another) against ``sentencepiece``.
     SentencePiece runs one lattice over the whole text, where the user-defined pieces' score makes
     it take them; fastprep does the same (the converter's Split around them restarted the float32
-    sums: 409 of 779 documents differed). Where ids still differ, the only difference is how a run
-    of spaces is cut among exactly tied pieces (float32 rounding of the running sum): the same
-    text, the same pieces outside the run, the same total score."""
+    sums: 409 of 779 documents differed). The float32 sums decide how a run of spaces is cut among
+    exactly tied pieces, so the user-defined pieces' score must be 0.2.3's exactly (0.1 x (bytes
+    - 1); with 0.2.1's, length x max_score - 0.1, 231 documents cut a run another way)."""
     import sentencepiece
 
     path = package_file("ai21_tokenizer", "resources", "j2-tokenizer", "j2-tokenizer.model")
@@ -149,16 +149,8 @@ def test_j2_sentencepiece_unigram_with_user_defined_pieces() -> None:
     texts = [*data.corpus_documents(2_000_000), *data.short_texts(), *ODD]
     want = sp.encode(texts)
     got = [e.ids for e in fp.encode_batch(texts)]
-    tied = 0
-    for text, w, g in zip(texts, want, got, strict=True):
-        if w == g:
-            continue
-        tied += 1
-        pieces_w, pieces_g = [sp.id_to_piece(i) for i in w], [sp.id_to_piece(i) for i in g]
-        assert "".join(pieces_w) == "".join(pieces_g), text[:60]
-        assert [p for p in pieces_w if p.strip("▁")] == [p for p in pieces_g if p.strip("▁")], text[:60]
-        assert sum(sp.get_score(i) for i in w) == pytest.approx(sum(sp.get_score(i) for i in g), abs=1e-3)
-    assert tied <= 250, f"{tied}/{len(texts)} texts cut a whitespace run another way (231 when written)"
+    bad = [t[:60] for t, w, g in zip(texts, want, got, strict=True) if w != g]
+    assert not bad, f"{len(bad)}/{len(texts)} texts differ: {bad[:3]}"
 
 
 def test_clip_captions_equal_open_clip() -> None:

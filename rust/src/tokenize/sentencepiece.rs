@@ -249,22 +249,18 @@ pub fn invisible_ids(bytes: &[u8]) -> R<Vec<u32>> {
 }
 
 /// The ids of a Unigram model's user-defined pieces with the score SentencePiece's Viterbi gives
-/// them so that it always takes them: `length * max_score - 0.1` (length in bytes, as its
-/// optimized encoder counts; `max_score` the highest normal piece's score, at least FLT_MIN as
-/// its initial value), in one lattice over the whole text.
+/// them so that it always takes them, in one lattice over the whole text: 0.2.3's
+/// `GetUserDefinedScore`, `0.1 * (length - 1)` in double rounded to float (length in bytes, as
+/// its optimized encoder counts), which prefers the longest match and is above every normal
+/// piece's log probability. (0.2.1 gave `length * max_score - 0.1`; the float sums of the best
+/// paths then differ, and so do ties between normal pieces later in the text.)
 pub fn user_defined_scores(bytes: &[u8]) -> R<Vec<(u32, f64)>> {
     let m = parse(bytes)?;
-    let max = m
-        .pieces
-        .iter()
-        .filter(|p| p.kind == NORMAL)
-        .map(|p| p.score)
-        .fold(f32::MIN_POSITIVE, f32::max);
     Ok(m.pieces
         .iter()
         .enumerate()
         .filter(|(_, p)| p.kind == USER_DEFINED)
-        .map(|(i, p)| (i as u32, f64::from(p.text.len() as f32 * max) - 0.1))
+        .map(|(i, p)| (i as u32, f64::from((0.1 * (p.text.len() as f64 - 1.0)) as f32)))
         .collect())
 }
 
