@@ -46,62 +46,57 @@ struct Trie {
 }
 
 impl Trie {
+    /// Built breadth-first from the tokens sorted by bytes: a node is a range of the sorted
+    /// tokens that share its prefix (its own token, if any, first), its children the runs of
+    /// that range with the same next byte, numbered in the order they are queued. No per-node
+    /// allocation or child search: 262k SentencePiece pieces (AI21's J2) took ~0.7 s a build
+    /// as a pointer trie whose nodes searched their children linearly, ~0.05 s this way.
     fn build(tokens: &[(&[u8], u32)], scores: &[(String, f64)]) -> Self {
-        // A pointer trie first, then renumbered breadth-first.
-        let mut children: Vec<Vec<(u8, u32)>> = vec![Vec::new()];
-        let mut value: Vec<u32> = vec![NONE];
-        for &(bytes, id) in tokens {
-            let mut node = 0usize;
-            for &b in bytes {
-                node = if let Some(&(_, c)) = children[node].iter().find(|e| e.0 == b) {
-                    c as usize
-                } else {
-                    let c = children.len();
-                    children.push(Vec::new());
-                    value.push(NONE);
-                    children[node].push((b, c as u32));
-                    c
-                };
+        let mut keys: Vec<(&[u8], u32)> = tokens.iter().filter(|t| !t.0.is_empty()).copied().collect();
+        // Stable: of equal byte strings the last one listed gives the node its id.
+        keys.sort_by(|a, b| a.0.cmp(b.0));
+        keys.dedup_by(|later, kept| {
+            let same = later.0 == kept.0;
+            if same {
+                kept.1 = later.1;
             }
-            if !bytes.is_empty() {
-                value[node] = id;
-            }
-        }
-        for kids in &mut children {
-            kids.sort_unstable();
-        }
-        // order[new] = old; the children of order[k] get the next free numbers.
-        let mut order: Vec<u32> = vec![0];
+            same
+        });
+        let score = |id: u32| scores.get(id as usize).map_or(0.0, |p| p.1);
+        let mut nodes: Vec<(u32, u32, u32, f64)> = Vec::with_capacity(keys.len() + 1);
         let mut labels: Vec<u8> = vec![0];
-        let mut first: Vec<u32> = Vec::with_capacity(children.len());
-        let mut k = 0;
-        while k < order.len() {
-            let old = order[k] as usize;
-            first.push(order.len() as u32);
-            for &(b, c) in &children[old] {
-                order.push(c);
-                labels.push(b);
+        // (first key, end of keys, depth) of each node, in node order.
+        let mut queue: std::collections::VecDeque<(usize, usize, usize)> = std::collections::VecDeque::new();
+        queue.push_back((0, keys.len(), 0));
+        let mut next = 1u32;
+        while let Some((lo, hi, depth)) = queue.pop_front() {
+            let mut at = lo;
+            let mut id = NONE;
+            if at < hi && keys[at].0.len() == depth {
+                id = keys[at].1;
+                at += 1;
             }
-            k += 1;
+            let first = next;
+            while at < hi {
+                let b = keys[at].0[depth];
+                let mut end = at + 1;
+                while end < hi && keys[end].0[depth] == b {
+                    end += 1;
+                }
+                queue.push_back((at, end, depth + 1));
+                labels.push(b);
+                next += 1;
+                at = end;
+            }
+            let s = if id == NONE { 0.0 } else { score(id) };
+            nodes.push((first, next - first, id, s));
         }
-        let nodes = order
-            .iter()
-            .enumerate()
-            .map(|(new, &old)| {
-                let old = old as usize;
-                let score = scores.get(value[old] as usize).map_or(0.0, |p| p.1);
-                (first[new], children[old].len() as u32, value[old], score)
-            })
-            .collect();
         let mut root = vec![NONE; 256];
-        for (i, &(b, _)) in children[0].iter().enumerate() {
-            root[b as usize] = 1 + i as u32;
+        let (first, n, _, _) = nodes[0];
+        for k in first..first + n {
+            root[labels[k as usize] as usize] = k;
         }
-        Self {
-            root,
-            nodes,
-            labels,
-        }
+        Self { root, nodes, labels }
     }
 
     #[inline]
