@@ -66,6 +66,12 @@ class StreamRecorder(EmuBackend):
     def join(self, lanes: list[_Stream]) -> None:
         self.log.append(("join", [s.name for s in lanes]))
 
+    def mark(self) -> str:
+        return self.current[-1]  # the event: the stream it was recorded on
+
+    def wait(self, event: str) -> None:
+        self.log.append(("wait", (self.current[-1], event)))
+
     def launch(self, source: str, defines: dict[str, int], kernel: str, *args: Any, **kw: Any) -> None:
         self.log.append((kernel, self.current[-1]))
         super().launch(source, defines, kernel, *args, **kw)
@@ -110,7 +116,8 @@ def test_chunks_on_two_streams_give_the_cpu_pipelines_batch(monkeypatch, layout,
         elif what == "exit":
             chunk = None
         else:
-            assert where == chunk, (what, where, chunk)  # nothing on the caller's stream meanwhile
+            on = where[0] if what == "wait" else where
+            assert on == chunk, (what, where, chunk)  # nothing on the caller's stream meanwhile
             segments[-1].append(what)
     # each chunk stages its own upload and lets the block go, on its stream, after the copies
     for seg in segments:
@@ -140,7 +147,8 @@ def test_small_batches_and_backends_without_streams_stay_on_the_current_stream(m
     be = StreamRecorder()
     np.testing.assert_array_equal(gpu.gpu_preprocess(blobs, backend=be, **KW), fastprep.preprocess(blobs, **KW))
     assert not [e for e in be.log if e[0] in ("fork", "join", "enter")]
-    assert {where for _, where in be.log} == {"caller"}
+    # (a wait: for a cached plan an earlier call built, on whichever stream it was then)
+    assert {where[0] if what == "wait" else where for what, where in be.log} == {"caller"}
     monkeypatch.setattr(streams, "CHUNK", 1)
     plain = EmuBackend()  # no fork: the chunks in turn, on the one stream there is
     np.testing.assert_array_equal(gpu.gpu_preprocess(blobs, backend=plain, **KW), fastprep.preprocess(blobs, **KW))
@@ -182,6 +190,9 @@ def test_cupy_backend_fork_and_join_order_the_streams_with_events():
     be.join(lanes)
     assert calls == [("record", "s1"), ("wait", "caller", "event@s1"), ("record", "s2"), ("wait", "caller", "event@s2")]
     assert be.fork(2) == lanes and be.fork(1) == lanes[:1] and Stream.made == 2  # kept, not remade
+    calls.clear()
+    be.wait(be.mark())  # a plan's event: recorded on the stream current then, waited for by another
+    assert calls == [("record", "caller"), ("wait", "caller", "event@caller")]
 
 
 def test_scans_the_gpu_flags_are_read_once_after_every_chunk_and_decoded_again_on_the_cpu(monkeypatch):
@@ -219,3 +230,20 @@ def test_scans_the_gpu_flags_are_read_once_after_every_chunk_and_decoded_again_o
     with pytest.raises(fastprep.DecodeError, match="image 3") as e:
         gpu.gpu_preprocess(blobs, backend=be, **KW)
     assert e.value.index == 3 and [w for w, _ in be.log].count("enter") == 3
+
+
+def test_a_plan_built_on_one_stream_is_waited_for_on_the_other(monkeypatch):
+    # Four copies of one JPEG in chunks of two: both chunks lay their buffers out alike, so the
+    # second chunk (stream s1) finds the launch plans the first built on s0, whose tables were
+    # copied to the device on s0: s1 must wait for an event s0 recorded after those copies.
+    good = data.jpeg(data.photos()["china.jpg"][:120, :160], quality=90)
+    monkeypatch.setattr(streams, "CHUNK", 2)
+    gpu.jpeg_fused._FUSED_PLANS._plans.clear()
+    gpu.resize._PLANS._plans.clear()
+    be = StreamRecorder()
+    got = gpu.gpu_preprocess([good] * 4, backend=be, **KW)
+    np.testing.assert_array_equal(got, fastprep.preprocess([good] * 4, **KW))
+    waits = [w for what, w in be.log if what == "wait"]
+    assert ("s1", "s0") in waits, be.log
+    kernels = [k for k, (what, w) in enumerate(be.log) if w == "s1" and what.startswith(("jpeg_f", "resize"))]
+    assert be.log.index(("wait", ("s1", "s0"))) < kernels[0]

@@ -107,6 +107,14 @@ class CupyBackend:
             s.wait_event(ready)
         return streams
 
+    def mark(self) -> Any:
+        """An event recorded on the current stream: what was queued on it so far."""
+        return self.xp.cuda.get_current_stream().record()
+
+    def wait(self, event: Any) -> None:
+        """The current stream waits for `event` (nothing to wait for where it is done)."""
+        self.xp.cuda.get_current_stream().wait_event(event)
+
     def join(self, streams: list[Any]) -> None:
         """The current stream waits for the work queued so far on `streams`."""
         current = self.xp.cuda.get_current_stream()

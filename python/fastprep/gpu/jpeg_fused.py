@@ -191,7 +191,7 @@ def run_fused(
     geometry = (images, tuple(coef_offsets), tuple(targets), tuple(windows), filter, tuple(out_images), dst_code)
     key = (*backend_key(backend), FUSED_SMEM, geometry)
     plan: _FusedPlan = _FUSED_PLANS.get(
-        key, lambda: _plan_fused(backend, plans, coef_offsets, targets, windows, filter, out_images, dst_code)
+        key, lambda: _plan_fused(backend, plans, coef_offsets, targets, windows, filter, out_images, dst_code), backend
     )
     xp = backend.xp
     inter = xp.empty(max(plan.temp, 1), dtype="uint8")

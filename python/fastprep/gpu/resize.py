@@ -192,22 +192,33 @@ class PlanCache:
     """Launch plans by (backend kind, device, geometry, filter, ...). Building one costs Python
     work per image and a few small host-to-device copies per pass, far more than the launches
     themselves; a training loop runs the same geometry call after call, so the plan (with its
-    tables on the device) is kept. Bounded: ragged batches of ever-new sizes evict the oldest."""
+    tables on the device) is kept. Bounded: ragged batches of ever-new sizes evict the oldest.
+
+    A plan's tables are copied to the device on the stream that built it, and a later call may
+    use the plan on another stream (the chunks of one ``preprocess`` call run on two): with a
+    backend that has streams, the plan keeps an event recorded after its copies, and each use
+    has the current stream wait for it (at once done, after the first use)."""
 
     def __init__(self, size: int) -> None:
-        self._plans: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._plans: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
         self._size = size
         self._lock = threading.Lock()
 
-    def get(self, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+    def get(self, key: tuple[Any, ...], build: Callable[[], Any], backend: Any = None) -> Any:
         with self._lock:
-            plan = self._plans.get(key)
-            if plan is not None:
+            hit = self._plans.get(key)
+            if hit is not None:
                 self._plans.move_to_end(key)
-                return plan
+        if hit is not None:
+            plan, ready = hit
+            if ready is not None:
+                backend.wait(ready)
+            return plan
         plan = build()
+        mark = getattr(backend, "mark", None)
+        ready = mark() if mark is not None else None
         with self._lock:
-            self._plans[key] = plan
+            self._plans[key] = (plan, ready)
             while len(self._plans) > self._size:
                 self._plans.popitem(last=False)
         return plan
@@ -242,7 +253,7 @@ def run_resize(
     )
     # the pass order rule the plan asks for (fastprep.pillow_order) is part of the key too
     key = (*backend_key(backend), int(_core.pillow_order(None)), FUSED, job)
-    plan: _ResizePlan = _PLANS.get(key, lambda: _plan_resize(backend, job))
+    plan: _ResizePlan = _PLANS.get(key, lambda: _plan_resize(backend, job), backend)
     for s_, d_, cw, ch in plan.copies:
         _copy(xp, flat, s_, out, d_, channels, cw, ch)
     temps = [xp.empty(max(n, 1), dtype=t) for n, t in plan.temps]
