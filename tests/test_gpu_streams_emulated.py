@@ -39,7 +39,10 @@ def test_chunks_cover_the_batch_once_in_order_with_sizes_within_one(n, chunk):
 
 class _Stream:
     def __init__(self, be: StreamRecorder, name: str) -> None:
-        self.be, self.name = be, name
+        self.be, self.name, self.ptr = be, name, hash(name)
+
+    def record(self) -> SimpleNamespace:
+        return SimpleNamespace(done=False, stream=self.name)
 
     def __enter__(self) -> _Stream:
         self.be.current.append(self.name)
@@ -65,6 +68,9 @@ class StreamRecorder(EmuBackend):
 
     def join(self, lanes: list[_Stream]) -> None:
         self.log.append(("join", [s.name for s in lanes]))
+
+    def stream(self) -> _Stream:
+        return _Stream(self, self.current[-1])
 
     def mark(self) -> str:
         return self.current[-1]  # the event: the stream it was recorded on
@@ -191,6 +197,7 @@ def test_cupy_backend_fork_and_join_order_the_streams_with_events():
     assert calls == [("record", "s1"), ("wait", "caller", "event@s1"), ("record", "s2"), ("wait", "caller", "event@s2")]
     assert be.fork(2) == lanes and be.fork(1) == lanes[:1] and Stream.made == 2  # kept, not remade
     calls.clear()
+    assert be.stream() is caller
     be.wait(be.mark())  # a plan's event: recorded on the stream current then, waited for by another
     assert calls == [("record", "caller"), ("wait", "caller", "event@caller")]
 
@@ -247,3 +254,36 @@ def test_a_plan_built_on_one_stream_is_waited_for_on_the_other(monkeypatch):
     assert ("s1", "s0") in waits, be.log
     kernels = [k for k, (what, w) in enumerate(be.log) if w == "s1" and what.startswith(("jpeg_f", "resize"))]
     assert be.log.index(("wait", ("s1", "s0"))) < kernels[0]
+
+
+def test_an_evicted_plan_is_kept_until_every_stream_that_used_it_is_past_it():
+    # Its tables return to the pool of the stream that built them; another stream's kernels may
+    # still read them: the plan stays referenced until an event on each user stream is done.
+    from fastprep.gpu.resize import PlanCache
+
+    events: list[SimpleNamespace] = []
+
+    class S:
+        def __init__(self, ptr: int) -> None:
+            self.ptr = ptr
+
+        def record(self) -> SimpleNamespace:
+            events.append(SimpleNamespace(done=False, ptr=self.ptr))
+            return events[-1]
+
+    current = [S(1)]
+    be = SimpleNamespace(stream=lambda: current[0], mark=lambda: "ready", wait=lambda e: None)
+    cache = PlanCache(1)
+    plan_a = cache.get(("a",), lambda: ["a's tables"], be)
+    current[0] = S(2)
+    assert cache.get(("a",), lambda: ["rebuilt"], be) is plan_a  # used on a second stream
+    events.clear()
+    cache.get(("b",), lambda: ["b's tables"], be)  # evicts a: an event on each of its streams
+    assert sorted(e.ptr for e in events) == [1, 2]
+    assert [p for p, _ in cache._retired] == [plan_a]
+    events[0].done = True
+    cache.get(("c",), lambda: ["c's tables"], be)
+    assert plan_a in [p for p, _ in cache._retired]  # one stream may still read it
+    events[1].done = True
+    cache.get(("d",), lambda: ["d's tables"], be)
+    assert plan_a not in [p for p, _ in cache._retired]

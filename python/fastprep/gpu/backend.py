@@ -107,6 +107,10 @@ class CupyBackend:
             s.wait_event(ready)
         return streams
 
+    def stream(self) -> Any:
+        """The current stream."""
+        return self.xp.cuda.get_current_stream()
+
     def mark(self) -> Any:
         """An event recorded on the current stream: what was queued on it so far."""
         return self.xp.cuda.get_current_stream().record()

@@ -197,30 +197,42 @@ class PlanCache:
     A plan's tables are copied to the device on the stream that built it, and a later call may
     use the plan on another stream (the chunks of one ``preprocess`` call run on two): with a
     backend that has streams, the plan keeps an event recorded after its copies, and each use
-    has the current stream wait for it (at once done, after the first use)."""
+    has the current stream wait for it (at once done, after the first use). An evicted plan's
+    tables go back to CuPy's pool on the stream that built them, which could hand them out
+    while another stream's kernels still read them: so an evicted plan is kept until an event
+    recorded then on every stream that used it is done."""
 
     def __init__(self, size: int) -> None:
-        self._plans: OrderedDict[tuple[Any, ...], tuple[Any, Any]] = OrderedDict()
+        # key -> (plan, its event or None, the streams that used it by handle)
+        self._plans: OrderedDict[tuple[Any, ...], tuple[Any, Any, dict[int, Any]]] = OrderedDict()
+        self._retired: list[tuple[Any, list[Any]]] = []
         self._size = size
         self._lock = threading.Lock()
 
     def get(self, key: tuple[Any, ...], build: Callable[[], Any], backend: Any = None) -> Any:
+        stream = getattr(backend, "stream", None)
         with self._lock:
             hit = self._plans.get(key)
             if hit is not None:
                 self._plans.move_to_end(key)
+                if stream is not None:
+                    s = stream()
+                    hit[2].setdefault(s.ptr, s)
         if hit is not None:
-            plan, ready = hit
+            plan, ready, _ = hit
             if ready is not None:
                 backend.wait(ready)
             return plan
         plan = build()
-        mark = getattr(backend, "mark", None)
-        ready = mark() if mark is not None else None
+        ready = backend.mark() if stream is not None else None
+        users = {} if stream is None else {(s := stream()).ptr: s}
         with self._lock:
-            self._plans[key] = (plan, ready)
+            self._plans[key] = (plan, ready, users)
             while len(self._plans) > self._size:
-                self._plans.popitem(last=False)
+                _, (old, _, used) = self._plans.popitem(last=False)
+                if used:
+                    self._retired.append((old, [u.record() for u in used.values()]))
+            self._retired = [(p, evs) for p, evs in self._retired if not all(e.done for e in evs)]
         return plan
 
 
