@@ -260,7 +260,12 @@ pub fn user_defined_scores(bytes: &[u8]) -> R<Vec<(u32, f64)>> {
         .iter()
         .enumerate()
         .filter(|(_, p)| p.kind == USER_DEFINED)
-        .map(|(i, p)| (i as u32, f64::from((0.1 * (p.text.len() as f64 - 1.0)) as f32)))
+        .map(|(i, p)| {
+            (
+                i as u32,
+                f64::from((0.1 * (p.text.len() as f64 - 1.0)) as f32),
+            )
+        })
         .collect())
 }
 

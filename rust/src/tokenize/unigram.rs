@@ -69,7 +69,11 @@ impl Trie {
             p[..n].copy_from_slice(&k[..n]);
             u64::from_be_bytes(p)
         };
-        let mut order: Vec<(u64, u32)> = keys.iter().enumerate().map(|(i, k)| (prefix(k.0), i as u32)).collect();
+        let mut order: Vec<(u64, u32)> = keys
+            .iter()
+            .enumerate()
+            .map(|(i, k)| (prefix(k.0), i as u32))
+            .collect();
         // Of equal byte strings the last one listed gives the node its id (the input order breaks ties).
         order.sort_unstable_by(|a, b| {
             a.0.cmp(&b.0)
@@ -97,7 +101,8 @@ impl Trie {
         let mut nodes: Vec<(u32, u32, u32, f64)> = Vec::with_capacity(arena.len() + 1);
         let mut labels: Vec<u8> = vec![0];
         // (first token, end of tokens, depth) of each node, in node order.
-        let mut queue: std::collections::VecDeque<(usize, usize, usize)> = std::collections::VecDeque::new();
+        let mut queue: std::collections::VecDeque<(usize, usize, usize)> =
+            std::collections::VecDeque::new();
         queue.push_back((0, sorted.len(), 0));
         let mut next = 1u32;
         while let Some((lo, hi, depth)) = queue.pop_front() {
@@ -141,7 +146,13 @@ impl Trie {
                 }
             }
         }
-        Self { root, nodes, labels, wide, tables }
+        Self {
+            root,
+            nodes,
+            labels,
+            wide,
+            tables,
+        }
     }
 
     #[inline]
