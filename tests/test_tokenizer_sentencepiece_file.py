@@ -16,6 +16,7 @@ included.
 
 from __future__ import annotations
 
+import itertools
 import json
 from pathlib import Path
 from typing import Any
@@ -104,7 +105,7 @@ PIECE = st.one_of(st.text(CHAR, max_size=6), st.sampled_from([" the", "  ", "▁
 
 
 @settings(max_examples=300, deadline=None)
-@given(text=st.lists(PIECE, max_size=16).map("".join))
+@given(text=st.lists(PIECE, max_size=40).map("".join))
 def test_hyp_ids_equal_sentencepiece(text):
     for fp, sp in _loaded():
         assert fp.encode(text).ids == sp.encode(text)
@@ -135,3 +136,33 @@ def test_not_a_model_file(tmp_path):
     bad.write_bytes(b"\x0a\xff\xff")
     with pytest.raises(fastprep.TokenizerFileError, match="sentencepiece"):
         fastprep.Tokenizer.from_sentencepiece(bad)
+
+
+def test_exact_ties_inside_words_fall_sentencepieces_way_in_long_texts(tmp_path):
+    """A Unigram model whose ``▁the`` scores exactly ``▁th`` + ``e`` (float32): the two cuts of
+    every "the" tie, and SentencePiece's float32 running sum, which grows along a text, decides
+    each. fastprep caches a word's cut only where its margin beats the rounding the sum can carry
+    (a tie never does), so these words run SentencePiece's lattice from the running sum: the ids
+    must equal ``sentencepiece``'s on long texts, also past the sum's re-centring at 1e5."""
+    import numpy as np
+    import sentencepiece
+
+    proto = spm_data._model_proto(spm_data.sentencepiece_unigram_file("plain"))
+    pieces = {p.piece: p for p in proto.pieces}
+    split = next((a, b) for a, b in (("▁th", "e"), ("▁t", "he"), ("▁", "the")) if a in pieces and b in pieces)
+    assert "▁the" in pieces, "the trained model has no ▁the"
+    pieces["▁the"].score = float(np.float32(pieces[split[0]].score) + np.float32(pieces[split[1]].score))
+    path = tmp_path / "tied.model"
+    path.write_bytes(proto.SerializeToString())
+    sp = sentencepiece.SentencePieceProcessor(model_file=str(path))
+    fp = fastprep.Tokenizer.from_sentencepiece(path)
+    docs = data.corpus_documents(2_000_000)
+    texts = [*docs[:300], " ".join(docs[:40]), " ".join(docs[:400])]  # the last one past 1e5
+    got = [e.ids for e in fp.encode_batch(texts)]
+    bad = [t[:40] for t, g, w in zip(texts, got, sp.encode(texts), strict=True) if g != w]
+    assert not bad, f"{len(bad)}/{len(texts)} differ: {bad[:3]}"
+    # the ties really went both ways along the texts (else this test would not test them)
+    pieces_out = [sp.id_to_piece(i) for ids in got for i in ids]
+    whole = pieces_out.count("▁the")
+    cut = sum(1 for a, b in itertools.pairwise(pieces_out) if (a, b) == split)
+    assert whole > 0 and cut > 0, (whole, cut)
