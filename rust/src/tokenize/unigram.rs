@@ -13,8 +13,6 @@
 /// The error of a char outside the vocabulary when the model has no unk token (HF's text).
 const UNK_MISSING: &str = "Encountered an unknown token but `unk_id` is missing";
 use super::bpe::{ModelId, Scratch};
-
-mod words;
 use crate::error::TokenizeError;
 use rustc_hash::FxHashMap;
 
@@ -49,19 +47,10 @@ struct Trie {
     /// `tables` (NONE for the others).
     wide: Vec<u32>,
     tables: Vec<u32>,
-    /// `▁` is a token and no token has it past its first char: no token spans the start of a
-    /// `▁`, so every path of a lattice passes through each (see `words`).
-    mark_words: bool,
 }
 
 /// Children past which a node gets a direct table.
 const WIDE: usize = 24;
-
-/// SentencePiece's whitespace mark.
-const MARK: &str = "\u{2581}";
-
-/// Texts longer than this take SentencePiece's lattice a word at a time (see `words`).
-const WORDS_FROM: usize = 64;
 
 impl Trie {
     /// Built breadth-first from the tokens sorted by bytes: a node is a range of the sorted
@@ -157,16 +146,12 @@ impl Trie {
                 }
             }
         }
-        let mark = MARK.as_bytes();
-        let inner = |k: &[u8]| k.windows(mark.len()).skip(1).any(|w| w == mark);
-        let mark_words = keys.iter().any(|k| k.0 == mark) && !keys.iter().any(|k| inner(k.0));
         Self {
             root,
             nodes,
             labels,
             wide,
             tables,
-            mark_words,
         }
     }
 
@@ -222,8 +207,6 @@ pub struct Unigram {
     /// Sum the scores in float32, as SentencePiece's own Viterbi does (set for models loaded from
     /// a `.model` file; HF sums float64, which can break near-ties the other way).
     pub float32: bool,
-    /// The per-thread cache's key space for SentencePiece's lattice word by word (`words`).
-    words_id: ModelId,
     min_score: f64,
     trie: Trie,
     fallback_ids: [Option<u32>; 256],
@@ -270,7 +253,6 @@ impl Unigram {
             unk_id: unk_id.map(|u| u as u32),
             byte_fallback,
             float32: false,
-            words_id: ModelId::new(),
             min_score,
             trie,
             fallback_ids,
@@ -299,7 +281,6 @@ impl Unigram {
             .collect();
         self.trie = Trie::build(&tokens, &self.pieces);
         self.model_id = ModelId::new();
-        self.words_id = ModelId::new();
     }
 
     #[must_use]
@@ -328,34 +309,26 @@ impl Unigram {
         }
         let start = out.len();
         if self.float32 {
-            if self.trie.mark_words && piece.len() > WORDS_FROM {
-                // A whole text (SentencePiece's one lattice), word by word: not cached whole.
-                return self.encode_words(piece, out, scratch);
-            }
-            self.encode::<f32>(piece, out, &mut scratch.lattice32, 0.0)?;
+            self.encode::<f32>(piece, out, &mut scratch.lattice32)?;
         } else {
-            self.encode::<f64>(piece, out, &mut scratch.lattice, 0.0)?;
+            self.encode::<f64>(piece, out, &mut scratch.lattice)?;
         }
         scratch.cache_tokens(&self.model_id, piece.as_bytes(), &out[start..]);
         Ok(())
     }
 
-    /// The best path of `s` from a running score `init` (0 at a text's start; SentencePiece's
-    /// sum at a word's start, see `words`) into `out`; returns the sum at its end.
     fn encode<F: Score>(
         &self,
         s: &str,
         out: &mut Vec<(u32, u32)>,
         best: &mut Vec<(F, u32, u32)>,
-        init: F,
-    ) -> Result<F, TokenizeError> {
+    ) -> Result<(), TokenizeError> {
         let bytes = s.as_bytes();
         let size = bytes.len();
-        let unk_score = self.unk_score::<F>();
+        let unk_score = F::from_f64(self.min_score) - F::from_f64(UNK_PENALTY);
         // Per end position: (best path score, start of its last token or NONE, that token's id).
         best.clear();
         best.resize(size + 1, (F::default(), NONE, 0));
-        best[0].0 = init;
         let mut at = 0usize;
         let mut frontier = 0usize;
         while at < size {
@@ -403,25 +376,9 @@ impl Unigram {
             }
             at += mblen;
         }
-        self.backtrack(s, best, out)?;
-        Ok(best[size].0)
-    }
-
-    /// SentencePiece's score of an unknown char: the lowest score less its penalty.
-    fn unk_score<F: Score>(&self) -> F {
-        F::from_f64(self.min_score) - F::from_f64(UNK_PENALTY)
-    }
-
-    /// The tokens of the best path that `best` (filled by a forward pass over `s`) ends with.
-    fn backtrack<F: Score>(
-        &self,
-        s: &str,
-        best: &[(F, u32, u32)],
-        out: &mut Vec<(u32, u32)>,
-    ) -> Result<(), TokenizeError> {
         // Back from the end: (start, end, id or NONE for a fused unknown run), reversed.
         let first = out.len();
-        let mut end = s.len();
+        let mut end = size;
         let mut run_end: Option<usize> = None;
         let mut spans: Vec<(usize, usize, u32)> = Vec::new();
         while end > 0 {
